@@ -1,0 +1,168 @@
+"""Generators for the network shapes of the AbC paper (section 4), as explicit graphs.
+
+- cluster C[x,y]: x servers and y components, all on one switch (`lan`).
+- ring R[x,y]: x servers in a ring of cables (srv1 -- srv2 -- ... -- srvx -- srv1); each server
+  manages y components that share a switch with it (`lan<i>`).
+- tree T[x,y,z]: x levels of servers; every server above the last level has y child servers
+  (a cable each) and z components; a leaf server has z components. A server and its components
+  share a switch (`lan<i>`). Servers are numbered breadth first from the root `srv1`.
+
+Servers are `srv<i>`, components `c<j>`. Each generated node carries its place in the structure
+as role parameters (`infrastructure`, `parent`, `next`) for the agents that the roles run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+SHAPES = ("cluster", "ring", "tree")
+MAX_NODES = 5000
+_COMMON = ("shape", "server", "component", "server_links", "component_links")
+_KEYS = {
+    "cluster": _COMMON + ("servers", "components"),
+    "ring": _COMMON + ("servers", "components"),
+    "tree": _COMMON + ("levels", "children", "components"),
+}
+
+
+class GeneratorError(Exception):
+    def __init__(self, path: Tuple[Any, ...], message: str, allowed: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+        self.allowed = allowed
+
+
+@dataclass
+class Shape:
+    nodes: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    switches: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    links: List[Dict[str, Any]] = field(default_factory=list)
+
+
+def _count(spec: Dict[str, Any], key: str, minimum: int) -> int:
+    if key not in spec:
+        raise GeneratorError((key,), f"missing field '{key}'", f"a whole number, at least {minimum}")
+    value = spec[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise GeneratorError((key,), f"{value!r} is not allowed", f"a whole number, at least {minimum}")
+    return value
+
+
+def _fields(spec: Dict[str, Any], key: str) -> Dict[str, Any]:
+    value = spec.get(key, {})
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise GeneratorError((key,), "expected a mapping of node fields (kind, role, image, ...)")
+    return value
+
+
+def _link_fields(spec: Dict[str, Any], key: str) -> Dict[str, Any]:
+    value = spec.get(key, {})
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise GeneratorError((key,), "expected a mapping of impairments (delay, loss, bandwidth, ...)")
+    return value
+
+
+def expand(spec: Dict[str, Any]) -> Shape:
+    """Expand a `generate:` mapping into nodes, switches and links (raw YAML-like fields)."""
+    shape = spec.get("shape")
+    if shape not in SHAPES:
+        raise GeneratorError(("shape",), f"unknown shape {shape!r}", ", ".join(SHAPES))
+    for key in spec:
+        if key not in _KEYS[shape]:
+            raise GeneratorError((key,), f"unknown field '{key}' for shape {shape}", ", ".join(_KEYS[shape]))
+    server_fields = _fields(spec, "server")
+    component_fields = _fields(spec, "component")
+    server_links = _link_fields(spec, "server_links")
+    component_links = _link_fields(spec, "component_links")
+
+    if shape == "tree":
+        levels = _count(spec, "levels", 1)
+        children = _count(spec, "children", 0)
+        components = _count(spec, "components", 0)
+        servers = sum(children ** level for level in range(levels)) if children != 1 else levels
+        total = servers * (1 + components)
+    else:
+        servers = _count(spec, "servers", 1)
+        components = _count(spec, "components", 0)
+        total = servers + (components if shape == "cluster" else servers * components)
+    if total > MAX_NODES:
+        raise GeneratorError((), f"shape {shape} would have {total} nodes", f"at most {MAX_NODES} nodes")
+
+    out = Shape()
+
+    def server(index: int, params: Dict[str, Any]) -> str:
+        name = f"srv{index}"
+        out.nodes[name] = {**server_fields, "params": {**server_fields.get("params", {}), **params}}
+        return name
+
+    def component(index: int, params: Dict[str, Any]) -> str:
+        name = f"c{index}"
+        out.nodes[name] = {**component_fields, "params": {**component_fields.get("params", {}), **params}}
+        return name
+
+    def cable(a: str, b: str, impairments: Dict[str, Any]) -> None:
+        out.links.append({"endpoints": [a, b], **impairments})
+
+    if shape == "cluster":
+        out.switches["lan"] = {}
+        for i in range(1, servers + 1):
+            cable(server(i, {"infrastructure": "cluster"}), "lan", server_links)
+        for j in range(1, components + 1):
+            cable(component(j, {"infrastructure": "cluster"}), "lan", component_links)
+        return out
+
+    next_component = 1
+
+    def group(server_name: str, index: int, infrastructure: str) -> None:
+        nonlocal next_component
+        if components == 0:
+            return
+        lan = f"lan{index}"
+        out.switches[lan] = {}
+        cable(server_name, lan, component_links)
+        for _ in range(components):
+            cable(component(next_component, {"infrastructure": infrastructure, "parent": server_name}), lan,
+                  component_links)
+            next_component += 1
+
+    if shape == "ring":
+        names = [server(i, {"infrastructure": "ring", "next": f"srv{i % servers + 1}"})
+                 for i in range(1, servers + 1)]
+        for i, name in enumerate(names, start=1):
+            group(name, i, "ring")
+        for i in range(servers - 1):
+            cable(names[i], names[i + 1], server_links)
+        if servers >= 3:
+            cable(names[-1], names[0], server_links)
+        return out
+
+    # tree: breadth-first numbering, root srv1
+    level_of = {1: 1}
+    order = [(1, None)]
+    next_index = 2
+    position = 0
+    while position < len(order):
+        index, parent = order[position]
+        position += 1
+        if level_of[index] < levels:
+            for _ in range(children):
+                level_of[next_index] = level_of[index] + 1
+                order.append((next_index, index))
+                next_index += 1
+    for index, parent in order:
+        params: Dict[str, Any] = {"infrastructure": "tree"}
+        if parent is not None:
+            params["parent"] = f"srv{parent}"
+        server(index, params)
+    for index, _ in order:
+        group(f"srv{index}", index, "tree")
+    for index, parent in order:
+        if parent is not None:
+            cable(f"srv{parent}", f"srv{index}", server_links)
+    return out

@@ -1,0 +1,27 @@
+"""Node runtimes: how a node's software runs, behind one interface (`runtimes.base.Runtime`).
+
+- `docker`: a container (network `none`) whose network namespace becomes the Mininet host.
+- `process`: a plain process in a Mininet host, for machines without Docker.
+
+Each runtime is one module registered here by name; the network builder talks only to the
+common interface.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Dict, List
+
+_RUNTIMES: Dict[str, str] = {
+    "docker": "testbed.runtimes.docker:DockerRuntime",
+    "process": "testbed.runtimes.process:ProcessRuntime",
+}
+
+
+def runtime_names() -> List[str]:
+    return sorted(_RUNTIMES)
+
+
+def runtime_class(name: str):
+    module_name, _, attr = _RUNTIMES[name].partition(":")
+    return getattr(importlib.import_module(module_name), attr)

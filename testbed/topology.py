@@ -1,0 +1,418 @@
+"""Topology files: YAML → validated `Topology`.
+
+A topology file lists nodes, switches and links, or asks a generator for one of the papers'
+shapes (cluster, ring, tree) and adds to it. Node fields are inherited defaults → kind → node,
+so a large network stays short. Every problem is reported as a ValidationError naming the file,
+the line, the field and what is allowed; nothing here touches the machine.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import addressing, generators
+from .errors import ValidationError
+from .model import Endpoint, Link, LinkProps, Node, Switch, Topology
+from .units import (FRACTION_ALLOWED, RATE_ALLOWED, TIME_ALLOWED, parse_fraction, parse_rate_mbit,
+                    parse_time_ms)
+from .yamlio import Located, Path, dotted, load_file, load_text
+
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+NAME_ALLOWED = "a letter, then up to 31 letters, digits, '-' or '_'"
+INTF_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")
+INTF_ALLOWED = "an interface name of up to 15 characters, starting with a letter (not 'lo')"
+
+TOP_KEYS = ("name", "description", "defaults", "kinds", "nodes", "switches", "links",
+            "link_defaults", "addressing", "accept_unemulated", "generate")
+NODE_KEYS = ("kind", "role", "params", "image", "command", "runtime", "attributes", "capabilities", "env")
+SWITCH_KEYS = ("type", "stp")
+SWITCH_TYPES = ("bridge", "ovs")
+IMPAIRMENT_KEYS = ("delay", "jitter", "loss", "bandwidth", "corruption", "duplication", "reordering")
+LINK_KEYS = ("endpoints", "addresses", "a_to_b", "b_to_a") + IMPAIRMENT_KEYS
+ADDRESSING_KEYS = ("pool", "routing")
+ROUTING_MODES = ("static", "none")
+CAPABILITY_RE = re.compile(r"^(CAP_)?[A-Z_]+$")
+
+
+def _allowed(options: Tuple[str, ...] | List[str]) -> str:
+    return ", ".join(options)
+
+
+class _Reader:
+    """Validation helpers bound to one located document."""
+
+    def __init__(self, doc: Located) -> None:
+        self.doc = doc
+
+    def fail(self, path: Path, message: str, allowed: Optional[str] = None) -> ValidationError:
+        return ValidationError(self.doc.file, dotted(path), message, allowed, self.doc.line(path))
+
+    def mapping(self, value: Any, path: Path, keys: Optional[Tuple[str, ...]] = None) -> Dict[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(path, f"expected a mapping, got {_kind(value)}")
+        if keys is not None:
+            for key in value:
+                if key not in keys:
+                    raise self.fail(path + (key,), f"unknown field '{key}'", _allowed(keys))
+        return value
+
+    def string(self, value: Any, path: Path, pattern: Optional[re.Pattern] = None,
+               allowed: Optional[str] = None) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(path, f"expected a non-empty string, got {_kind(value)}", allowed)
+        if pattern is not None and not pattern.match(value):
+            raise self.fail(path, f"'{value}' is not allowed", allowed)
+        return value
+
+    def choice(self, value: Any, path: Path, options: Tuple[str, ...] | List[str]) -> str:
+        if value not in options:
+            raise self.fail(path, f"unknown value {value!r}", _allowed(options))
+        return value
+
+    def boolean(self, value: Any, path: Path) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(path, f"expected true or false, got {_kind(value)}")
+        return value
+
+    def quantity(self, value: Any, path: Path, parse: Callable[[Any], float], allowed: str) -> float:
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise self.fail(path, str(exc), allowed) from None
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value})"
+    if isinstance(value, str):
+        return f"a string ('{value}')"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def load_topology(path: str, accept_unemulated: Tuple[str, ...] = ()) -> Topology:
+    """Read, validate and resolve a topology file."""
+    return parse_topology(load_file(path), accept_unemulated)
+
+
+def parse_topology_text(text: str, file: str = "<text>") -> Topology:
+    return parse_topology(load_text(text, file))
+
+
+def parse_topology(doc: Located, accept_unemulated: Tuple[str, ...] = ()) -> Topology:
+    r = _Reader(doc)
+    top = r.mapping(doc.data, (), TOP_KEYS)
+    name = r.string(top.get("name"), ("name",), NAME_RE, NAME_ALLOWED) if "name" in top else \
+        _default_name(doc.file)
+    description = top.get("description", "")
+    if not isinstance(description, str):
+        raise r.fail(("description",), f"expected a string, got {_kind(description)}")
+
+    # Generators contribute nodes, switches and links that then pass the same checks as
+    # hand-written ones; hand-written entries may add to or override generated nodes.
+    generated: Optional[Dict[str, Any]] = None
+    raw_nodes = dict(r.mapping(top.get("nodes"), ("nodes",)))
+    raw_switches = dict(r.mapping(top.get("switches"), ("switches",)))
+    raw_links = top.get("links") or []
+    if not isinstance(raw_links, list):
+        raise r.fail(("links",), f"expected a list of links, got {_kind(raw_links)}")
+    link_paths: List[Path] = [("links", i) for i in range(len(raw_links))]
+    if "generate" in top:
+        spec = r.mapping(top["generate"], ("generate",))
+        try:
+            shape = generators.expand(spec)
+        except generators.GeneratorError as exc:
+            raise r.fail(("generate",) + exc.path, exc.message, exc.allowed) from None
+        generated = dict(spec)
+        for node_name, fields in shape.nodes.items():
+            merged = dict(fields)
+            if node_name in raw_nodes:
+                merged.update(r.mapping(raw_nodes[node_name], ("nodes", node_name)))
+            raw_nodes[node_name] = merged
+        for sw_name, fields in shape.switches.items():
+            raw_switches.setdefault(sw_name, fields)
+        raw_links = list(shape.links) + list(raw_links)
+        link_paths = [("generate",)] * len(shape.links) + link_paths
+
+    defaults = r.mapping(top.get("defaults"), ("defaults",), NODE_KEYS[1:])
+    kinds_raw = r.mapping(top.get("kinds"), ("kinds",))
+    kinds: Dict[str, Dict[str, Any]] = {}
+    for kind_name, kind_fields in kinds_raw.items():
+        r.string(kind_name, ("kinds", kind_name), NAME_RE, NAME_ALLOWED)
+        kinds[kind_name] = r.mapping(kind_fields, ("kinds", kind_name), NODE_KEYS[1:])
+
+    nodes: Dict[str, Node] = {}
+    for node_name, fields in raw_nodes.items():
+        path = ("nodes", node_name)
+        r.string(node_name if isinstance(node_name, str) else None, path, NAME_RE, NAME_ALLOWED)
+        fields = r.mapping(fields, path, NODE_KEYS)
+        nodes[node_name] = _node(r, node_name, fields, defaults, kinds, path)
+
+    switches: Dict[str, Switch] = {}
+    for sw_name, fields in raw_switches.items():
+        path = ("switches", sw_name)
+        r.string(sw_name if isinstance(sw_name, str) else None, path, NAME_RE, NAME_ALLOWED)
+        if sw_name in nodes:
+            raise r.fail(path, f"'{sw_name}' is already the name of a node", "names unique across nodes and switches")
+        fields = r.mapping(fields, path, SWITCH_KEYS)
+        sw_type = r.choice(fields.get("type", "bridge"), path + ("type",), SWITCH_TYPES)
+        stp = r.boolean(fields.get("stp", False), path + ("stp",))
+        switches[sw_name] = Switch(sw_name, sw_type, stp)
+
+    link_defaults = _props(r, r.mapping(top.get("link_defaults"), ("link_defaults",), IMPAIRMENT_KEYS),
+                           ("link_defaults",), LinkProps())
+    links = [_link(r, raw, path if path != ("generate",) else ("generate",), nodes, switches, link_defaults, i)
+             for i, (raw, path) in enumerate(zip(raw_links, link_paths))]
+    _assign_interface_names(r, links, link_paths, nodes)
+    _check_switch_loops(r, links, link_paths, switches)
+    _check_parent_tree(r, nodes)
+
+    addr = r.mapping(top.get("addressing"), ("addressing",), ADDRESSING_KEYS)
+    pool_text = addr.get("pool", "10.0.0.0/8")
+    try:
+        pool = ipaddress.IPv4Network(str(pool_text), strict=True)
+    except ValueError as exc:
+        raise r.fail(("addressing", "pool"), f"{pool_text!r} is not an IPv4 network ({exc})",
+                     "an IPv4 network in CIDR form such as 10.0.0.0/8") from None
+    routing = r.choice(addr.get("routing", "static"), ("addressing", "routing"), ROUTING_MODES)
+
+    accepted_raw = top.get("accept_unemulated", [])
+    if accepted_raw is True:
+        accepted_raw = list(IMPAIRMENT_KEYS)
+    if not isinstance(accepted_raw, list):
+        raise r.fail(("accept_unemulated",), f"expected a list of impairments or true, got {_kind(accepted_raw)}",
+                     _allowed(IMPAIRMENT_KEYS))
+    accepted = {r.choice(item, ("accept_unemulated", i), IMPAIRMENT_KEYS) for i, item in enumerate(accepted_raw)}
+    accepted.update(accept_unemulated)
+
+    topo = Topology(name=name, nodes=nodes, switches=switches, links=links, source=doc.file,
+                    description=description.strip(), pool=pool, routing=routing,
+                    accept_unemulated=frozenset(accepted), generated_by=generated)
+    try:
+        addressing.assign(topo)
+    except addressing.AddressingError as exc:
+        index = exc.link_index
+        path = link_paths[index] + ("addresses",) if index is not None and link_paths[index] != ("generate",) \
+            else ("addressing",)
+        raise r.fail(path, exc.message, exc.allowed) from None
+    return topo
+
+
+def _default_name(file: str) -> str:
+    base = re.sub(r"\.ya?ml$", "", file.rsplit("/", 1)[-1])
+    cleaned = re.sub(r"[^A-Za-z0-9_-]", "-", base) or "lab"
+    return cleaned if cleaned[0].isalpha() else "t" + cleaned
+
+
+def _node(r: _Reader, name: str, fields: Dict[str, Any], defaults: Dict[str, Any],
+          kinds: Dict[str, Dict[str, Any]], path: Path) -> Node:
+    from agents.roles import role_names
+    from .runtimes import runtime_names
+
+    kind = fields.get("kind")
+    resolved: Dict[str, Any] = {}
+    sources: Dict[str, Path] = {}
+    layers: List[Tuple[Dict[str, Any], Path]] = [(defaults, ("defaults",))]
+    if kind is not None:
+        if kind not in kinds:
+            raise r.fail(path + ("kind",), f"unknown kind {kind!r}",
+                         _allowed(sorted(kinds)) if kinds else "no kinds are defined in this file")
+        layers.append((kinds[kind], ("kinds", kind)))
+    layers.append((fields, path))
+    for layer, layer_path in layers:
+        for key, value in layer.items():
+            if key == "kind":
+                continue
+            if key in ("params", "attributes", "env") and isinstance(value, dict) and isinstance(resolved.get(key), dict):
+                resolved[key] = {**resolved[key], **value}
+            else:
+                resolved[key] = value
+            sources[key] = layer_path + (key,)
+
+    node = Node(name=name, kind=kind)
+    if "role" in resolved:
+        node.role = r.choice(resolved["role"], sources["role"], role_names())
+    if "runtime" in resolved:
+        node.runtime = r.choice(resolved["runtime"], sources["runtime"], runtime_names())
+    if "image" in resolved:
+        node.image = r.string(resolved["image"], sources["image"], re.compile(r"^[a-z0-9][a-z0-9._/:@-]*$"),
+                              "a Docker image reference such as testbed/agent:latest (lower case)")
+    if "command" in resolved:
+        command = resolved["command"]
+        if isinstance(command, str) and command.strip():
+            node.command = command.split()
+        elif isinstance(command, list) and command and all(isinstance(c, str) for c in command):
+            node.command = list(command)
+        else:
+            raise r.fail(sources["command"], f"expected a command line, got {_kind(command)}",
+                         "a string or a non-empty list of strings")
+    for key in ("params", "attributes"):
+        if key in resolved:
+            setattr(node, key, dict(r.mapping(resolved[key], sources[key])))
+    if "env" in resolved:
+        env = r.mapping(resolved["env"], sources["env"])
+        for env_key, env_value in env.items():
+            if not isinstance(env_value, (str, int, float)) or isinstance(env_value, bool):
+                raise r.fail(sources["env"] + (env_key,), f"expected a string, got {_kind(env_value)}")
+        node.env = {str(k): str(v) for k, v in env.items()}
+    if "capabilities" in resolved:
+        caps = resolved["capabilities"]
+        if not isinstance(caps, list):
+            raise r.fail(sources["capabilities"], f"expected a list, got {_kind(caps)}",
+                         "Linux capability names such as NET_RAW")
+        for i, cap in enumerate(caps):
+            r.string(cap, sources["capabilities"] + (i,), CAPABILITY_RE, "Linux capability names such as NET_RAW")
+        node.capabilities = [c.upper().removeprefix("CAP_") for c in caps]
+    return node
+
+
+def _props(r: _Reader, fields: Dict[str, Any], path: Path, base: LinkProps) -> LinkProps:
+    changes: Dict[str, Any] = {}
+    if "delay" in fields:
+        changes["delay_ms"] = r.quantity(fields["delay"], path + ("delay",), parse_time_ms, TIME_ALLOWED)
+    if "jitter" in fields:
+        changes["jitter_ms"] = r.quantity(fields["jitter"], path + ("jitter",), parse_time_ms, TIME_ALLOWED)
+    if "bandwidth" in fields:
+        changes["bandwidth_mbit"] = None if fields["bandwidth"] is None else \
+            r.quantity(fields["bandwidth"], path + ("bandwidth",), parse_rate_mbit, RATE_ALLOWED)
+    for key in ("loss", "corruption", "duplication", "reordering"):
+        if key in fields:
+            changes[key] = r.quantity(fields[key], path + (key,), parse_fraction, FRACTION_ALLOWED)
+    props = base.merged(**changes)
+    if props.reordering > 0 and props.delay_ms <= 0:
+        raise r.fail(path + ("reordering",), "reordering needs a delay to reorder against",
+                     "set delay above 0 on the same link")
+    if props.jitter_ms > 0 and props.delay_ms <= 0:
+        raise r.fail(path + ("jitter",), "jitter varies a delay and needs one", "set delay above 0 on the same link")
+    return props
+
+
+def _endpoint(r: _Reader, raw: Any, path: Path, nodes: Dict[str, Node], switches: Dict[str, Switch]) -> Endpoint:
+    text = r.string(raw, path, allowed="'NODE', 'NODE:INTERFACE' or 'SWITCH'")
+    name, _, intf = text.partition(":")
+    if name not in nodes and name not in switches:
+        known = sorted(nodes) + sorted(switches)
+        shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
+        raise r.fail(path, f"unknown node or switch {name!r}", shown or "no nodes are defined")
+    if intf:
+        if name in switches:
+            raise r.fail(path, f"'{text}' names a port of switch {name!r}; switch ports are named by the testbed",
+                         f"just '{name}'")
+        r.string(intf, path, INTF_RE, INTF_ALLOWED)
+        if intf == "lo":
+            raise r.fail(path, "'lo' is the loopback interface", INTF_ALLOWED)
+    return Endpoint(node=name, interface=intf or None)
+
+
+def _link(r: _Reader, raw: Any, path: Path, nodes: Dict[str, Node], switches: Dict[str, Switch],
+          defaults: LinkProps, index: int) -> Link:
+    if isinstance(raw, list):
+        raw = {"endpoints": raw}
+    fields = r.mapping(raw, path, LINK_KEYS)
+    ends = fields.get("endpoints")
+    if not isinstance(ends, list) or len(ends) != 2:
+        raise r.fail(path + ("endpoints",), f"expected two endpoints, got {_kind(ends) if not isinstance(ends, list) else f'{len(ends)}'}",
+                     "a list of two names: [NODE or NODE:INTERFACE or SWITCH, ...]")
+    a = _endpoint(r, ends[0], path + ("endpoints", 0), nodes, switches)
+    b = _endpoint(r, ends[1], path + ("endpoints", 1), nodes, switches)
+    if a.node == b.node:
+        raise r.fail(path + ("endpoints",), f"both ends are {a.node!r}", "two different nodes or switches")
+    both = _props(r, {k: v for k, v in fields.items() if k in IMPAIRMENT_KEYS}, path, defaults)
+    forward = _props(r, r.mapping(fields.get("a_to_b"), path + ("a_to_b",), IMPAIRMENT_KEYS), path + ("a_to_b",), both)
+    backward = _props(r, r.mapping(fields.get("b_to_a"), path + ("b_to_a",), IMPAIRMENT_KEYS), path + ("b_to_a",), both)
+    if "addresses" in fields:
+        addrs = fields["addresses"]
+        if not isinstance(addrs, list) or len(addrs) != 2:
+            raise r.fail(path + ("addresses",), "expected two addresses, one per endpoint",
+                         "[ADDRESS/PREFIX or null, ADDRESS/PREFIX or null]")
+        for end, value, i in ((a, addrs[0], 0), (b, addrs[1], 1)):
+            if value is None:
+                continue
+            if end.node in switches:
+                raise r.fail(path + ("addresses", i), f"{end.node!r} is a switch and has no address on its ports", "null")
+            try:
+                end.address = ipaddress.IPv4Interface(str(value))
+            except ValueError:
+                raise r.fail(path + ("addresses", i), f"{value!r} is not an IPv4 address with prefix",
+                             "such as 10.1.0.5/24") from None
+            if "/" not in str(value):
+                raise r.fail(path + ("addresses", i), f"{value!r} has no prefix length", "such as 10.1.0.5/24")
+            net = end.address.network
+            if net.prefixlen < 31 and end.address.ip in (net.network_address, net.broadcast_address):
+                raise r.fail(path + ("addresses", i), f"{value} is the network or broadcast address of {net}",
+                             "a host address inside the subnet")
+    return Link(a=a, b=b, forward=forward, backward=backward)
+
+
+def _assign_interface_names(r: _Reader, links: List[Link], paths: List[Path], nodes: Dict[str, Node]) -> None:
+    """Explicit names first; the rest get eth0, eth1, ... in link order, skipping taken names."""
+    taken: Dict[str, Dict[str, int]] = {name: {} for name in nodes}
+    for i, link in enumerate(links):
+        for j, end in enumerate((link.a, link.b)):
+            if end.node in nodes and end.interface:
+                if end.interface in taken[end.node]:
+                    raise r.fail(paths[i] + ("endpoints", j),
+                                 f"interface {end.interface!r} of {end.node!r} is already used by another link",
+                                 "each interface of a node in one link")
+                taken[end.node][end.interface] = i
+    counters: Dict[str, int] = {name: 0 for name in nodes}
+    for link in links:
+        for end in (link.a, link.b):
+            if end.node in nodes and not end.interface:
+                while f"eth{counters[end.node]}" in taken[end.node]:
+                    counters[end.node] += 1
+                end.interface = f"eth{counters[end.node]}"
+                taken[end.node][end.interface] = -1
+
+
+def _check_switch_loops(r: _Reader, links: List[Link], paths: List[Path], switches: Dict[str, Switch]) -> None:
+    """Switches joined in a cycle flood broadcasts forever unless spanning tree is on."""
+    parent = {name: name for name in switches}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, link in enumerate(links):
+        if link.a.node in switches and link.b.node in switches:
+            ra, rb = find(link.a.node), find(link.b.node)
+            if ra == rb:
+                if switches[link.a.node].stp and switches[link.b.node].stp:
+                    continue
+                raise r.fail(paths[i], f"switches {link.a.node!r} and {link.b.node!r} are already connected: "
+                             "this link closes a loop of switches, which floods broadcasts forever",
+                             "a loop-free set of switch links, or stp: true on the switches of the loop")
+            parent[ra] = rb
+
+
+def _check_parent_tree(r: _Reader, nodes: Dict[str, Node]) -> None:
+    """Nodes that name a `parent` (tree servers, tree components) must form a tree."""
+    for name, node in nodes.items():
+        if "parent" not in node.params:
+            continue
+        seen = [name]
+        current = node
+        while "parent" in current.params and current.params["parent"] is not None:
+            parent = current.params["parent"]
+            path = ("nodes", current.name, "params", "parent")
+            if parent not in nodes:
+                raise r.fail(path, f"parent {parent!r} is not a node", "the name of another node")
+            if parent in seen:
+                cycle = " -> ".join(seen[seen.index(parent):] + [parent])
+                raise r.fail(path, f"the parents form a cycle ({cycle}); a tree has none",
+                             "parents that lead to one root")
+            seen.append(parent)
+            current = nodes[parent]
