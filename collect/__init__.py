@@ -1,0 +1,1 @@
+"""Packet capture and collection of logs into run directories (arrives with the scenarios issue)."""

@@ -1,0 +1,1 @@
+"""PySpark jobs over run directories (arrives with the analysis issue)."""

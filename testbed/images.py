@@ -1,0 +1,176 @@
+"""The agent image and its base, built on the machine and cached.
+
+The base is a public Python image when a registry answers, and otherwise a Debian root file
+system bootstrapped offline (debootstrap from Debian's mirror, then `docker import`); which one
+was used is recorded as a label on the base image and shown by `testbed doctor`. The agent image
+is rebuilt only when its build context (Dockerfile and agents/) or the base changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from typing import Callable, Optional, Tuple
+
+from .errors import TestbedError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BASE_IMAGE = "testbed/base:bookworm"
+AGENT_IMAGE = "testbed/agent:latest"
+STATIC_PROBE_IMAGE = "testbed/static-probe:latest"
+PUBLIC_BASE = "python:3.11-slim-bookworm"
+LABEL_SOURCE = "org.testbed.base.source"
+LABEL_CONTEXT = "org.testbed.context"
+DEBIAN_MIRROR = os.environ.get("TESTBED_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+
+Say = Callable[[str], None]
+
+
+def _client(timeout: int = 600):
+    from .runtimes.docker import client
+
+    c = client()
+    c.api.timeout = timeout
+    return c
+
+
+def base_source(docker_client) -> Optional[str]:
+    import docker.errors
+
+    try:
+        image = docker_client.images.get(BASE_IMAGE)
+    except docker.errors.ImageNotFound:
+        return None
+    return (image.labels or {}).get(LABEL_SOURCE, "unknown")
+
+
+def ensure_base(docker_client, say: Say, offline: bool = False) -> str:
+    """Make sure BASE_IMAGE exists; return where it came from."""
+    source = base_source(docker_client)
+    if source:
+        return source
+    if not offline and os.environ.get("TESTBED_BASE") != "offline":
+        say(f"trying the public base image {PUBLIC_BASE}")
+        try:
+            docker_client.images.pull(PUBLIC_BASE)
+            # Re-label through a trivial build so the source is recorded on the image itself.
+            dockerfile = f"FROM {PUBLIC_BASE}\nLABEL {LABEL_SOURCE}=registry:{PUBLIC_BASE}\n"
+            _build_from_files(docker_client, {"Dockerfile": dockerfile.encode()}, BASE_IMAGE, {})
+            return f"registry:{PUBLIC_BASE}"
+        except Exception as exc:
+            say(f"no registry reachable ({str(exc).splitlines()[0][:100]}); bootstrapping offline")
+    _bootstrap_offline(say)
+    return base_source(docker_client) or "debootstrap"
+
+
+def _bootstrap_offline(say: Say) -> None:
+    if shutil.which("debootstrap") is None:
+        raise TestbedError("no registry is reachable and debootstrap is missing: apt-get install debootstrap")
+    with tempfile.TemporaryDirectory(prefix="testbed-rootfs-", dir="/var/tmp") as rootfs:
+        say(f"debootstrap bookworm from {DEBIAN_MIRROR} (about a minute)")
+        res = subprocess.run(["debootstrap", "--variant=minbase", "--include=python3,python3-yaml",
+                              "bookworm", rootfs, DEBIAN_MIRROR], capture_output=True, text=True)
+        if res.returncode != 0:
+            tail = "\n".join((res.stdout + res.stderr).strip().splitlines()[-5:])
+            raise TestbedError(f"debootstrap failed:\n{tail}")
+        for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            shutil.rmtree(os.path.join(rootfs, cache), ignore_errors=True)
+        say("importing the root file system as " + BASE_IMAGE)
+        tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
+        res = subprocess.run(["docker", "import", "--change", f"LABEL {LABEL_SOURCE}=debootstrap:bookworm",
+                              "--change", 'CMD ["python3"]', "-", BASE_IMAGE], stdin=tar.stdout,
+                             capture_output=True, text=True)
+        tar.stdout.close()
+        tar.wait()
+        if res.returncode != 0:
+            raise TestbedError(f"docker import failed: {res.stderr.strip()}")
+
+
+def _context_files() -> dict:
+    files = {"Dockerfile": open(os.path.join(ROOT, "images", "agent", "Dockerfile"), "rb").read()}
+    agents_dir = os.path.join(ROOT, "agents")
+    for dirpath, dirnames, filenames in os.walk(agents_dir):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for filename in sorted(filenames):
+            if filename.endswith((".pyc", ".pyo")):
+                continue
+            path = os.path.join(dirpath, filename)
+            files[os.path.relpath(path, ROOT)] = open(path, "rb").read()
+    return files
+
+
+def _build_from_files(docker_client, files: dict, tag: str, labels: dict, buildargs: Optional[dict] = None) -> None:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = 0
+            info.mode = 0o755
+            tar.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    try:
+        docker_client.images.build(fileobj=buffer, custom_context=True, tag=tag, labels=labels,
+                                   buildargs=buildargs or {}, rm=True, forcerm=True)
+    except Exception as exc:
+        log = getattr(exc, "build_log", None)
+        detail = "".join(chunk.get("stream", "") for chunk in log or [] if isinstance(chunk, dict))[-800:]
+        raise TestbedError(f"building {tag} failed: {exc}\n{detail}") from None
+
+
+def ensure_agent(docker_client, say: Say, force: bool = False) -> Tuple[str, bool]:
+    """Build AGENT_IMAGE if its context or base changed; return (image id, built now?)."""
+    import docker.errors
+
+    base = docker_client.images.get(BASE_IMAGE)
+    files = _context_files()
+    digest = hashlib.sha256(base.id.encode())
+    for name, data in sorted(files.items()):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    context = digest.hexdigest()[:32]
+    if not force:
+        try:
+            image = docker_client.images.get(AGENT_IMAGE)
+            if (image.labels or {}).get(LABEL_CONTEXT) == context:
+                return image.id, False
+        except docker.errors.ImageNotFound:
+            pass
+    say(f"building {AGENT_IMAGE}")
+    _build_from_files(docker_client, files, AGENT_IMAGE, {LABEL_CONTEXT: context}, {"BASE": BASE_IMAGE})
+    return docker_client.images.get(AGENT_IMAGE).id, True
+
+
+def ensure_static_probe(docker_client, say: Say) -> str:
+    """An image that holds one static binary and nothing else (for tests and demonstrations)."""
+    import docker.errors
+
+    source = os.path.join(ROOT, "images", "static-probe", "ifprobe.c")
+    digest = hashlib.sha256(open(source, "rb").read()).hexdigest()[:32]
+    try:
+        image = docker_client.images.get(STATIC_PROBE_IMAGE)
+        if (image.labels or {}).get(LABEL_CONTEXT) == digest:
+            return image.id
+    except docker.errors.ImageNotFound:
+        pass
+    say(f"building {STATIC_PROBE_IMAGE}")
+    with tempfile.TemporaryDirectory() as tmp:
+        binary = os.path.join(tmp, "ifprobe")
+        res = subprocess.run(["gcc", "-static", "-O2", "-o", binary, source], capture_output=True, text=True)
+        if res.returncode != 0:
+            raise TestbedError(f"compiling ifprobe failed: {res.stderr.strip()}")
+        files = {"Dockerfile": b'FROM scratch\nCOPY ifprobe /ifprobe\nCMD ["/ifprobe"]\n',
+                 "ifprobe": open(binary, "rb").read()}
+        _build_from_files(docker_client, files, STATIC_PROBE_IMAGE, {LABEL_CONTEXT: digest})
+    return docker_client.images.get(STATIC_PROBE_IMAGE).id
+
+
+def build_all(say: Say, force: bool = False) -> dict:
+    docker_client = _client()
+    source = ensure_base(docker_client, say)
+    image_id, built = ensure_agent(docker_client, say, force=force)
+    return {"base": BASE_IMAGE, "base_source": source, "agent": AGENT_IMAGE, "agent_id": image_id, "built": built}

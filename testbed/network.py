@@ -1,0 +1,315 @@
+"""A `Topology` realised on Mininet: nodes, switches, links, addresses, routes and shaping.
+
+`Lab.check()` finds every reason the lab cannot run here before anything is created; `start()`
+builds it; `stop()` removes all of it, whatever state a failed start left. Names of everything
+created on the machine derive from the lab name (see `runtimes.base.LabNames`), so that
+`testbed clean` finds what a killed run left behind and nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
+
+from . import ENV_LAB, cleanup
+from .capabilities import Capabilities, detect
+from .errors import CapabilityError, TestbedError
+from .model import Link, LinkProps, Node, Topology
+from .runtimes import runtime_class
+from .runtimes.base import LabNames, Runtime, Started
+from .shaping import Port, Shaper, check_topology, choose, emulated_part
+
+Progress = Callable[[str], None]
+
+
+def lab_names(lab: str) -> LabNames:
+    digest = hashlib.sha1(lab.encode()).digest()
+    alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+    value = int.from_bytes(digest[:8], "big")
+    lab_id = ""
+    for _ in range(4):
+        value, rem = divmod(value, 36)
+        lab_id += alphabet[rem]
+    return LabNames(lab=lab, lab_id=lab_id)
+
+
+class Lab:
+    """One running network. Not thread-safe; one per process."""
+
+    def __init__(self, topo: Topology, lab: Optional[str] = None, capabilities: Optional[Capabilities] = None,
+                 accept_unemulated: Iterable[str] = (), progress: Optional[Progress] = None) -> None:
+        self.topo = topo
+        self.names = lab_names(lab or topo.name)
+        self.capabilities = capabilities or detect()
+        self.shaper: Shaper = choose(self.capabilities)
+        self.extra_accepted = frozenset(accept_unemulated)
+        self.unemulated: FrozenSet[str] = frozenset()
+        self.progress = progress or (lambda message: None)
+        self.runtimes: Dict[str, Runtime] = {}
+        self.started: Dict[str, Started] = {}
+        self.net = None
+        self.hosts: Dict[str, object] = {}
+        self.bridges: Dict[str, str] = {}  # switch name → bridge device
+        self.ports: Dict[Tuple[int, int], Port] = {}  # (link index, end 0/1) → shaped egress
+        self.link_props: Dict[Tuple[int, int], LinkProps] = {}
+        self.timings: Dict[str, float] = {}
+
+    @property
+    def name(self) -> str:
+        return self.names.lab
+
+    # -- before anything is created -------------------------------------------------------------
+
+    def check(self) -> None:
+        """Raise if this lab cannot run on this machine. Creates nothing."""
+        caps = self.capabilities
+        if not caps.has("root"):
+            raise CapabilityError("the testbed must run as root: it creates namespaces, bridges and containers")
+        if not caps.has("mininet"):
+            raise CapabilityError(f"Mininet is missing: {caps.checks['mininet'].detail}")
+        if not caps.has("linux bridge"):
+            raise CapabilityError(caps.checks["linux bridge"].detail)
+        ovs = [name for name, sw in self.topo.switches.items() if sw.type == "ovs"]
+        if ovs and not caps.has("openvswitch"):
+            raise CapabilityError(f"{self.topo.source}: switch(es) {', '.join(ovs)} ask for Open vSwitch, which this "
+                                  f"machine cannot run ({caps.checks['openvswitch'].detail}); use type: bridge")
+        if len(self.topo.switches) > 999:
+            raise CapabilityError(f"{self.topo.source}: {len(self.topo.switches)} switches; at most 999 per lab")
+        self.unemulated = check_topology(self.topo, self.shaper, caps, self.extra_accepted)
+        by_runtime: Dict[str, List[Node]] = {}
+        for node in self.topo.nodes.values():
+            by_runtime.setdefault(node.runtime, []).append(node)
+        if "docker" in by_runtime and not caps.has("docker"):
+            raise CapabilityError(f"{caps.checks['docker'].detail}")
+        for runtime_name, nodes in by_runtime.items():
+            runtime = runtime_class(runtime_name)(self.names)
+            runtime.check(nodes)
+            self.runtimes[runtime_name] = runtime
+
+    # -- build ------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Build the whole network; on any failure, remove what was built and re-raise."""
+        if not self.runtimes:
+            self.check()
+        # Every shell Mininet starts inherits TESTBED_LAB, so that `testbed clean` finds it.
+        previous = os.environ.get(ENV_LAB)
+        os.environ[ENV_LAB] = self.name
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            if previous is None:
+                os.environ.pop(ENV_LAB, None)
+            else:
+                os.environ[ENV_LAB] = previous
+
+    def _timed(self, phase: str, started_at: float) -> float:
+        now = time.monotonic()
+        self.timings[phase] = round(now - started_at, 3)
+        return now
+
+    def _start(self) -> None:
+        from mininet.log import setLogLevel
+        from mininet.net import Mininet
+        from mininet.nodelib import LinuxBridge
+        from mininet.node import OVSSwitch
+
+        setLogLevel("error")
+        t = time.monotonic()
+        by_runtime: Dict[str, List[Node]] = {}
+        for node in self.topo.nodes.values():
+            by_runtime.setdefault(node.runtime, []).append(node)
+        for runtime_name, nodes in by_runtime.items():
+            self.progress(f"starting {len(nodes)} {runtime_name} node(s)")
+            self.started.update(self.runtimes[runtime_name].create(nodes))
+        t = self._timed("create_nodes", t)
+
+        self.progress("building the network")
+        cleanup.allow_bridged_forwarding()
+        net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False, waitConnected=False)
+        self.net = net
+        for name, node in self.topo.nodes.items():
+            params = self.runtimes[node.runtime].host_params(node, self.started.get(name))
+            cls = params.pop("cls")
+            self.hosts[name] = net.addHost(name, cls=cls, ip=None, **params)
+        for index, (name, switch) in enumerate(self.topo.switches.items(), start=1):
+            device = self.names.bridge(index)
+            self.bridges[name] = device
+            if switch.type == "ovs":
+                net.addSwitch(device, cls=OVSSwitch, failMode="standalone", stp=switch.stp)
+            else:
+                net.addSwitch(device, cls=LinuxBridge, stp=switch.stp)
+        port_count: Dict[str, int] = {}
+        for index, link in enumerate(self.topo.links):
+            names, params = [], []
+            for end in (link.a, link.b):
+                if end.node in self.bridges:
+                    device = self.bridges[end.node]
+                    port_count[device] = port_count.get(device, 0) + 1
+                    names.append(f"{device}p{port_count[device]}")
+                    params.append({})
+                else:
+                    names.append(end.interface)
+                    params.append({"ip": str(end.address)} if end.address else {})
+            node1 = self._mn_node(link.a.node)
+            node2 = self._mn_node(link.b.node)
+            net.addLink(node1, node2, intfName1=names[0], intfName2=names[1], params1=params[0], params2=params[1])
+            for side, (end, device) in enumerate(zip((link.a, link.b), names)):
+                pid = None if end.node in self.bridges else self.hosts[end.node].pid
+                table = self.names.nft_table if pid is None else "testbed"
+                self.ports[(index, side)] = Port(device=device, netns_pid=pid, table=table)
+        net.build()
+        t = self._timed("links", t)
+        net.start()
+        t = self._timed("switches", t)
+
+        self.progress("configuring addresses, routes and shaping")
+        self._configure_hosts()
+        t = self._timed("configure", t)
+        for index, link in enumerate(self.topo.links):
+            self.set_link(index, link.forward, link.backward)
+        t = self._timed("shaping", t)
+        for runtime_name, nodes in by_runtime.items():
+            self.runtimes[runtime_name].launch(nodes, self.hosts, self.started)
+        self._timed("launch", t)
+
+    def _mn_node(self, name: str):
+        return self.net.get(self.bridges[name]) if name in self.bridges else self.hosts[name]
+
+    def _configure_hosts(self) -> None:
+        """Addresses are set by Mininet; here: no IPv6 chatter, forwarding on routers, routes."""
+        routers = {name for name in self.topo.nodes if len(self.topo.interfaces(name)) > 1}
+
+        def configure(name: str) -> None:
+            sysctls = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
+            if name in routers:
+                sysctls.append("net.ipv4.ip_forward=1")
+            batch = "".join(f"route replace {r.destination} via {r.via} dev {r.interface}\n"
+                            for r in self.topo.routes.get(name, []))
+            script = f"sysctl -qw {' '.join(sysctls)} && ip link set lo up"
+            if batch:
+                script += " && ip -batch -"
+            res = subprocess.run(["nsenter", f"--net=/proc/{self.hosts[name].pid}/ns/net", "--", "sh", "-c", script],
+                                 input=batch, capture_output=True, text=True)
+            if res.returncode != 0:
+                raise TestbedError(f"node {name}: configuring forwarding and routes failed: {res.stderr.strip()}")
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(configure, self.hosts))
+
+    # -- while running ----------------------------------------------------------------------------
+
+    def link_index(self, a: str, b: str) -> int:
+        """The index of the first link between a and b (in either order)."""
+        for index, link in enumerate(self.topo.links):
+            if {link.a.node, link.b.node} == {a, b}:
+                return index
+        raise TestbedError(f"no link between {a!r} and {b!r}")
+
+    def set_link(self, index: int, forward: LinkProps, backward: Optional[LinkProps] = None) -> None:
+        """Replace the shaping of link `index` (a→b `forward`, b→a `backward`, default the same)."""
+        backward = forward if backward is None else backward
+        for side, props in ((0, forward), (1, backward)):
+            port = self.ports[(index, side)]
+            missing = props.active() - self.shaper.emulates
+            if missing - self.topo.accept_unemulated - self.extra_accepted:
+                raise CapabilityError(f"cannot emulate {', '.join(sorted(missing))} on link "
+                                      f"{self.topo.links[index].name}: needs "
+                                      f"{self.capabilities.missing_feature(sorted(missing)[0])}")
+            self.unemulated = self.unemulated | missing
+            effective = emulated_part(props, self.shaper)
+            previous = self.link_props.get((index, side))
+            if previous is None and not effective.active():
+                self.link_props[(index, side)] = effective
+                continue
+            if previous != effective:
+                self.shaper.apply(port, effective)
+                self.link_props[(index, side)] = effective
+
+    def exec(self, node: str, command: str) -> str:
+        """Run a shell command in the node's namespace with the machine's tools; return its output."""
+        return self.hosts[node].cmd(command)
+
+    def address(self, node: str) -> Optional[ipaddress.IPv4Interface]:
+        return self.topo.address_of(node)
+
+    def state(self) -> Dict[str, object]:
+        """What `testbed exec`, `down` and reports need about the running lab."""
+        nodes = {}
+        for name, node in self.topo.nodes.items():
+            started = self.started.get(name)
+            nodes[name] = {
+                "runtime": node.runtime,
+                "image": node.image if node.runtime == "docker" else None,
+                "netns_pid": started.netns_pid if started else self.hosts[name].pid,
+                "container_name": started.container_name if started else None,
+                "process_pid": started.process_pid if started else None,
+                "interfaces": {e.interface: str(e.address) for e in self.topo.interfaces(name)},
+            }
+        return {
+            "lab": self.name,
+            "lab_id": self.names.lab_id,
+            "topology": self.topo.source,
+            "nodes": nodes,
+            "switches": dict(self.bridges),
+            "shaping": self.shaper.name,
+            "unemulated": sorted(self.unemulated),
+            "timings": dict(self.timings),
+        }
+
+    # -- teardown ---------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Remove everything this lab created; safe to call on a half-built lab, and twice."""
+        errors: List[str] = []
+        t = time.monotonic()
+        if self.net is not None:
+            for host in self.net.hosts + self.net.switches:
+                try:
+                    if host.shell and host.shell.poll() is None:
+                        os.killpg(host.shell.pid, 9)
+                        host.shell.wait()
+                except (ProcessLookupError, PermissionError, OSError):
+                    pass
+        for runtime_name, runtime in self.runtimes.items():
+            mine = {n: s for n, s in self.started.items() if self.topo.nodes[n].runtime == runtime_name}
+            try:
+                runtime.destroy(mine)
+            except Exception as exc:  # keep going: the rest must still be removed
+                errors.append(f"{runtime_name}: {exc}")
+        self.started = {}
+        self.net = None
+        self.hosts = {}
+        try:
+            cleanup.remove_lab_objects(self.names)
+        except Exception as exc:
+            errors.append(str(exc))
+        self.timings["stop"] = round(time.monotonic() - t, 3)
+        if errors:
+            raise TestbedError("teardown left errors (run 'testbed clean'):\n  " + "\n  ".join(errors))
+
+
+def ping_all(lab: Lab, nodes: Optional[List[str]] = None, timeout_s: float = 1.0) -> Dict[Tuple[str, str], bool]:
+    """Ping every ordered pair once from inside the source node; True where a reply came back."""
+    names = nodes or list(lab.topo.nodes)
+    results: Dict[Tuple[str, str], bool] = {}
+    for src in names:
+        targets = [(dst, lab.address(dst)) for dst in names if dst != src and lab.address(dst)]
+        if not targets:
+            continue
+        # one shell round trip per source: pings run in parallel inside the node
+        script = " ".join(f"(ping -c1 -W{timeout_s:g} -q {addr.ip} >/dev/null 2>&1 && echo ok:{dst} || echo no:{dst}) &"
+                          for dst, addr in targets) + " wait"
+        out = lab.exec(src, script)
+        for dst, _ in targets:
+            results[(src, dst)] = f"ok:{dst}" in out
+    return results
+
