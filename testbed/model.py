@@ -82,9 +82,8 @@ class Node:
     kind: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
+        # Resolved fields only: the kind a node inherited from is already applied.
         out: Dict[str, Any] = {"role": self.role, "runtime": self.runtime, "image": self.image}
-        if self.kind:
-            out["kind"] = self.kind
         for name in ("params", "attributes", "env"):
             if getattr(self, name):
                 out[name] = dict(getattr(self, name))

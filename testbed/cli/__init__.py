@@ -46,3 +46,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into head or less that closed early
+        sys.stderr.close()
+        return 0

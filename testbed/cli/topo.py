@@ -22,21 +22,32 @@ def register(sub) -> None:
 
 
 def run_show(args) -> int:
+    """Print the explicit topology: loadable as a topology file itself, with its subnets (and
+    optionally routes) as comments."""
     from ..topology import load_topology
 
     topo = load_topology(args.file)
     data = topo.to_dict()
-    data["segments"] = [{"name": s.name, "subnet": str(s.subnet),
-                         "members": [f"{n}:{i}" for n, i in s.members]} for s in topo.segments]
-    if args.routes:
-        data["routes"] = {n: [f"{r.destination} via {r.via} dev {r.interface}" for r in routes]
-                          for n, routes in topo.routes.items() if routes}
     if args.json:
+        data["segments"] = [{"name": s.name, "subnet": str(s.subnet),
+                             "members": [f"{n}:{i}" for n, i in s.members]} for s in topo.segments]
+        if args.routes:
+            data["routes"] = {n: [f"{r.destination} via {r.via} dev {r.interface}" for r in routes]
+                              for n, routes in topo.routes.items() if routes}
         print(json.dumps(data, indent=2))
-    else:
-        if topo.description:
-            print("# " + "\n# ".join(topo.description.splitlines()))
-        print(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110), end="")
+        return 0
+    print(f"# {topo.name}: explicit form of {args.file} ({len(topo.nodes)} nodes, {len(topo.switches)} switches, "
+          f"{len(topo.links)} links)")
+    print(yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=110), end="")
+    print("# subnets:")
+    for s in topo.segments:
+        members = ", ".join(f"{n}:{i}" for n, i in s.members)
+        print(f"#   {s.subnet} {s.name}: {members}")
+    if args.routes:
+        print("# routes:")
+        for node, routes in topo.routes.items():
+            for r in routes:
+                print(f"#   {node}: {r.destination} via {r.via} dev {r.interface}")
     return 0
 
 

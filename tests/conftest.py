@@ -1,0 +1,75 @@
+"""Shared fixtures. Tests marked `network` build real Mininet networks with real containers;
+they need root, a running Docker engine and the images from `./setup.sh`."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOPOLOGIES = os.path.join(ROOT, "topologies")
+
+
+def topology_path(name: str) -> str:
+    return os.path.join(TOPOLOGIES, name)
+
+
+@pytest.fixture(scope="session")
+def machine():
+    """The machine's capabilities; fails (not skips) when the testbed cannot run here, because
+    the README's test command sets the machine up first."""
+    from testbed.capabilities import detect
+
+    caps = detect()
+    if not caps.ready:
+        pytest.fail("the testbed cannot run on this machine: " + "; ".join(caps.problems)
+                    + " (run ./setup.sh first)")
+    return caps
+
+
+@pytest.fixture(scope="session")
+def images(machine):
+    from testbed.images import AGENT_IMAGE, STATIC_PROBE_IMAGE, ensure_static_probe
+    from testbed.runtimes.docker import client
+
+    c = client()
+    c.images.get(AGENT_IMAGE)  # built by setup.sh
+    ensure_static_probe(c, lambda m: print(m, file=sys.stderr))
+    return {"agent": AGENT_IMAGE, "static": STATIC_PROBE_IMAGE}
+
+
+@pytest.fixture
+def no_leftovers(machine):
+    """Asserts that the test left no testbed object on the machine; cleans up if it did, so that
+    one failure does not cascade."""
+    from testbed.cleanup import clean_all, leftovers
+
+    before = leftovers()
+    assert not before, f"testbed objects present before the test: {before}"
+    yield
+    after = leftovers()
+    if after:
+        clean_all()
+    assert not after, f"the test left testbed objects behind: {after}"
+
+
+@pytest.fixture
+def lab_factory(no_leftovers, images):
+    """Build labs in-process; every lab is stopped at the end of the test whatever happens."""
+    from testbed.network import Lab
+
+    labs = []
+
+    def make(topo, **kwargs):
+        lab = Lab(topo, **kwargs)
+        labs.append(lab)
+        lab.check()
+        lab.start()
+        return lab
+
+    yield make
+    for lab in labs:
+        lab.stop()
+
