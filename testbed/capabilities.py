@@ -103,16 +103,14 @@ def probe_nftables() -> Check:
     if version.returncode != 0:
         return Check("nftables", False, "nft not found (apt-get install nftables)")
     script = (
-        "nft -f - <<'EOF'\n"
-        "table inet tbprobe { chain post { type filter hook postrouting priority 0; "
-        "oifname \"lo\" numgen random mod 100 < 5 drop; }; }\n"
-        "table bridge tbprobe { chain bridged { type filter hook forward priority 0; "
+        "ip link set lo up; nft -f - <<'EOF'\n"
+        "table netdev tbprobe { chain i { type filter hook ingress device \"lo\" priority 0; "
         "numgen random mod 100 < 5 drop; }; }\n"
         "EOF"
     )
     res = _in_scratch_netns(script)
     return Check("nftables", res.returncode == 0,
-                 f"{version.stdout.strip()}, random drop (inet and bridge families)" if res.returncode == 0
+                 f"{version.stdout.strip()}, random drop at netdev ingress" if res.returncode == 0
                  else f"{version.stdout.strip()}: {_first_line(res.stderr)}")
 
 

@@ -218,7 +218,6 @@ class Lab:
         """Replace the shaping of link `index` (a→b `forward`, b→a `backward`, default the same)."""
         backward = forward if backward is None else backward
         for side, props in ((0, forward), (1, backward)):
-            port = self.ports[(index, side)]
             missing = props.active() - self.shaper.emulates
             if missing - self.topo.accept_unemulated - self.extra_accepted:
                 raise CapabilityError(f"cannot emulate {', '.join(sorted(missing))} on link "
@@ -226,13 +225,10 @@ class Lab:
                                       f"{self.capabilities.missing_feature(sorted(missing)[0])}")
             self.unemulated = self.unemulated | missing
             effective = emulated_part(props, self.shaper)
-            previous = self.link_props.get((index, side))
-            if previous is None and not effective.active():
-                self.link_props[(index, side)] = effective
-                continue
-            if previous != effective:
-                self.shaper.apply(port, effective)
-                self.link_props[(index, side)] = effective
+            # Nothing was ever applied to a fresh link: skip the no-op instead of spawning tools.
+            if self.link_props.get((index, side), LinkProps()) != effective:
+                self.shaper.apply(self.ports[(index, side)], self.ports[(index, 1 - side)], effective)
+            self.link_props[(index, side)] = effective
 
     def exec(self, node: str, command: str) -> str:
         """Run a shell command in the node's namespace with the machine's tools; return its output."""

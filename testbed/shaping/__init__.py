@@ -1,14 +1,17 @@
 """Link shaping behind one interface, with a backend chosen from what the kernel can do.
 
 - `netem`: tc's netem emulates all seven impairments (bandwidth with its `rate`).
-- `kernel` (no netem): nftables random drop for loss, nftables netdev-egress `dup` for
-  duplication, tc tbf for bandwidth. Delay, jitter, corruption and reordering have no kernel
-  path without netem: a topology that asks for them is refused, naming the missing feature,
-  unless it accepts them as not emulated.
+- `kernel` (no netem): nftables random drop for loss, nftables `dup` for duplication, tc tbf
+  for bandwidth. Delay, jitter, corruption and reordering have no kernel path without netem:
+  a topology that asks for them is refused, naming the missing feature, unless it accepts them
+  as not emulated.
 
-Shaping is per interface egress: a link's a→b impairments shape a's interface, b→a shape b's.
-Each apply rebuilds the interface's whole rule set from the given values and replaces it, so a
-value can return to zero and repeated changes do not stack up.
+A direction a→b of a link is shaped where netem would shape it, on a's interface egress, except
+for loss in the kernel backend: it is dropped at b's interface ingress (netdev hook), because a
+drop on a's output path returns EPERM to the sending application, while real loss is silent
+(and the netdev egress hook does not drop on veth in this kernel). Ingress drop also catches
+ARP, as netem does. Each apply rebuilds the direction's rules from the given values and
+replaces them in one transaction, so a value can return to zero and changes do not stack up.
 """
 
 from __future__ import annotations
@@ -50,8 +53,8 @@ def _pct(value: float) -> str:
     return f"{value * 100:.6g}%"
 
 
-def _chain(device: str) -> str:
-    return "p_" + re.sub(r"[^A-Za-z0-9_]", "_", device)
+def _chain(hook: str, device: str) -> str:
+    return f"{hook[0]}_" + re.sub(r"[^A-Za-z0-9_]", "_", device)
 
 
 class Shaper:
@@ -60,7 +63,8 @@ class Shaper:
     name = "base"
     emulates: FrozenSet[str] = frozenset()
 
-    def apply(self, port: Port, props: LinkProps) -> None:
+    def apply(self, sender: Port, receiver: Port, props: LinkProps) -> None:
+        """Shape the direction from `sender`'s interface to `receiver`'s with `props`."""
         raise NotImplementedError
 
 
@@ -68,7 +72,8 @@ class NetemShaper(Shaper):
     name = "netem"
     emulates = frozenset(("delay", "jitter", "loss", "bandwidth", "corruption", "duplication", "reordering"))
 
-    def apply(self, port: Port, props: LinkProps) -> None:
+    def apply(self, sender: Port, receiver: Port, props: LinkProps) -> None:
+        port = sender
         if not props.active():
             port.run(["tc", "qdisc", "del", "dev", port.device, "root"], check=False)
             return
@@ -105,55 +110,33 @@ class KernelShaper(Shaper):
             emulates.add("bandwidth")
         self.emulates = frozenset(emulates)
 
-    def apply(self, port: Port, props: LinkProps) -> None:
-        self._apply_loss(port, props.loss)
-        self._apply_duplication(port, props.duplication)
-        self._apply_bandwidth(port, props.bandwidth_mbit)
+    def apply(self, sender: Port, receiver: Port, props: LinkProps) -> None:
+        self._netdev_chain(receiver, "ingress", props.loss and [
+            f"numgen random mod 1000000 < {int(round(props.loss * 1_000_000))} counter drop"])
+        threshold = int(round(props.duplication * 1_000_000))
+        self._netdev_chain(sender, "egress", threshold and [
+            f"meta mark {DUP_MARK} accept",
+            f"numgen random mod 1000000 < {threshold} meta mark set {DUP_MARK} dup to \"{sender.device}\""])
+        self._apply_bandwidth(sender, props.bandwidth_mbit)
 
-    def _apply_loss(self, port: Port, loss: float) -> None:
-        # Node side: locally sent and forwarded IP packets leave through inet postrouting.
-        # Switch side: frames the bridge forwards out of this port pass the bridge forward hook.
-        # (The netdev egress hook counts drops but does not drop on veth here; see MACHINE.md.)
-        family, hook = ("bridge", "forward") if port.on_switch else ("inet", "postrouting")
-        chain = _chain(port.device)
-        threshold = int(round(loss * 1_000_000))
-        lines = [
-            f"table {family} {port.table} {{",
-            "  map ports { type ifname : verdict; }",
-            f"  chain shape {{ type filter hook {hook} priority 0; policy accept; oifname vmap @ports; }}",
-            f"  chain {chain} {{ }}",
-            "}",
-            f"flush chain {family} {port.table} {chain}",
-        ]
-        if threshold > 0:
-            lines.append(f"add rule {family} {port.table} {chain} numgen random mod 1000000 < {threshold} "
-                         "counter drop")
-        lines.append(f"add element {family} {port.table} ports {{ \"{port.device}\" : jump {chain} }}")
-        if threshold == 0:
-            lines.append(f"delete element {family} {port.table} ports {{ \"{port.device}\" }}")
-        port.run(["nft", "-f", "-"], stdin="\n".join(lines) + "\n")
-
-    def _apply_duplication(self, port: Port, duplication: float) -> None:
-        table = f"{port.table}_dup"
-        chain = _chain(port.device)
-        threshold = int(round(duplication * 1_000_000))
-        lines = [
-            f"table netdev {table} {{",
-            f"  chain {chain} {{ type filter hook egress device \"{port.device}\" priority 0; policy accept; }}",
-            "}",
-            f"flush chain netdev {table} {chain}",
-        ]
-        if threshold > 0:
-            lines.append(f"add rule netdev {table} {chain} meta mark {DUP_MARK} accept")
-            lines.append(f"add rule netdev {table} {chain} numgen random mod 1000000 < {threshold} "
-                         f"meta mark set {DUP_MARK} dup to \"{port.device}\"")
-        elif not self._has_table(port, "netdev", table):
+    def _netdev_chain(self, port: Port, hook: str, rules) -> None:
+        """Replace the rules of the port's netdev base chain for `hook` (none: no chain at all)."""
+        chain = _chain(hook, port.device)
+        if not rules:
+            if self._has_chain(port, chain):
+                port.run(["nft", "delete", "chain", "netdev", port.table, chain])
             return
+        lines = [
+            f"table netdev {port.table} {{",
+            f"  chain {chain} {{ type filter hook {hook} device \"{port.device}\" priority 0; policy accept; }}",
+            "}",
+            f"flush chain netdev {port.table} {chain}",
+        ] + [f"add rule netdev {port.table} {chain} {rule}" for rule in rules]
         port.run(["nft", "-f", "-"], stdin="\n".join(lines) + "\n")
 
     @staticmethod
-    def _has_table(port: Port, family: str, table: str) -> bool:
-        return port.run(["nft", "list", "table", family, table], check=False).returncode == 0
+    def _has_chain(port: Port, chain: str) -> bool:
+        return port.run(["nft", "list", "chain", "netdev", port.table, chain], check=False).returncode == 0
 
     @staticmethod
     def _apply_bandwidth(port: Port, mbit: Optional[float]) -> None:

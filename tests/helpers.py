@@ -1,0 +1,63 @@
+"""Helpers for the network tests: probes in node namespaces and binomial bounds."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+from typing import Tuple
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYTHON = "/usr/bin/python3"
+PROBE = os.path.join(ROOT, "tests", "netprobe.py")
+
+
+def start_probe(lab, node: str, *args) -> subprocess.Popen:
+    """Start a receiving probe in a node and wait until it listens."""
+    proc = lab.hosts[node].popen([PYTHON, PROBE, *map(str, args)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, universal_newlines=True)
+    line = proc.stdout.readline().strip()
+    assert line == "ready", f"probe in {node} did not start: {line} {proc.stderr.read() if proc.poll() is not None else ''}"
+    return proc
+
+
+def finish(proc: subprocess.Popen, timeout: float = 60) -> dict:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_probe(lab, node: str, *args, timeout: float = 60) -> str:
+    proc = lab.hosts[node].popen([PYTHON, PROBE, *map(str, args)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, universal_newlines=True)
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err
+    return out
+
+
+def warm_arp(lab, src: str, dst_ip: str) -> None:
+    """Resolve the neighbour before a measurement, so that ARP is not part of what is measured."""
+    for _ in range(20):
+        if "1 received" in lab.exec(src, f"ping -c1 -W1 {dst_ip}"):
+            return
+    raise AssertionError(f"{src} cannot reach {dst_ip}")
+
+
+def _log_pmf(n: int, k: int, p: float) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
+
+
+def binomial_interval(n: int, p: float, confidence: float = 0.999) -> Tuple[int, int]:
+    """The central interval [lo, hi] that holds Binomial(n, p) with at least `confidence`."""
+    tail = (1 - confidence) / 2
+    pmf = [math.exp(_log_pmf(n, k, p)) for k in range(n + 1)]
+    lo, acc = 0, 0.0
+    while acc + pmf[lo] < tail:
+        acc += pmf[lo]
+        lo += 1
+    hi, acc = n, 0.0
+    while acc + pmf[hi] < tail:
+        acc += pmf[hi]
+        hi -= 1
+    return lo, hi

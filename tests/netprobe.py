@@ -1,0 +1,126 @@
+"""Traffic probes the network tests run inside node namespaces (with the machine's python3).
+
+  netprobe.py udp-recv PORT IDLE_S        count datagrams until IDLE_S without one; print JSON
+  netprobe.py udp-send ADDR PORT COUNT PPS  send COUNT numbered datagrams at PPS
+  netprobe.py tcp-recv PORT               receive one TCP stream; print JSON with the goodput
+  netprobe.py tcp-send ADDR PORT SECONDS  send as fast as the network allows for SECONDS
+  netprobe.py udp-rtt ADDR PORT COUNT     (with udp-echo) median round trip in ms
+  netprobe.py udp-echo PORT               echo datagrams back
+Each receiver prints 'ready' once listening.
+"""
+
+import json
+import socket
+import statistics
+import struct
+import sys
+import time
+
+
+def udp_recv(port, idle):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    sock.bind(("0.0.0.0", port))
+    print("ready", flush=True)
+    sock.settimeout(30)
+    seen = {}
+    try:
+        while True:
+            data = sock.recv(2048)
+            seq = struct.unpack("!I", data[:4])[0]
+            seen[seq] = seen.get(seq, 0) + 1
+            sock.settimeout(idle)
+    except socket.timeout:
+        pass
+    total = sum(seen.values())
+    print(json.dumps({"received": total, "unique": len(seen), "duplicates": total - len(seen)}), flush=True)
+
+
+def udp_send(addr, port, count, pps):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    start = time.monotonic()
+    for seq in range(count):
+        target = start + seq / pps
+        delay = target - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        sock.sendto(struct.pack("!I", seq) + b"x" * 60, (addr, port))
+
+
+def tcp_recv(port):
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("0.0.0.0", port))
+    server.listen(1)
+    print("ready", flush=True)
+    conn, _ = server.accept()
+    total, first, last = 0, None, None
+    while True:
+        data = conn.recv(65536)
+        if not data:
+            break
+        now = time.monotonic()
+        if first is None:
+            first = now
+        else:
+            total += len(data)  # bytes after the first read, over the time since it
+        last = now
+    mbit = total * 8 / (last - first) / 1e6 if last and first and last > first else 0.0
+    print(json.dumps({"bytes": total, "seconds": (last or 0) - (first or 0), "mbit": mbit}), flush=True)
+
+
+def tcp_send(addr, port, seconds):
+    sock = socket.create_connection((addr, port))
+    chunk = b"x" * 65536
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        sock.sendall(chunk)
+    sock.close()
+
+
+def udp_echo(port):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("0.0.0.0", port))
+    print("ready", flush=True)
+    sock.settimeout(30)
+    try:
+        while True:
+            data, peer = sock.recvfrom(2048)
+            sock.sendto(data, peer)
+    except socket.timeout:
+        pass
+
+
+def udp_rtt(addr, port, count):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.settimeout(2)
+    samples = []
+    for seq in range(count):
+        start = time.monotonic()
+        sock.sendto(struct.pack("!I", seq), (addr, port))
+        try:
+            sock.recv(2048)
+            samples.append((time.monotonic() - start) * 1000)
+        except socket.timeout:
+            pass
+        time.sleep(0.01)
+    print(json.dumps({"median_ms": statistics.median(samples) if samples else None, "replies": len(samples)}),
+          flush=True)
+
+
+if __name__ == "__main__":
+    verb, args = sys.argv[1], sys.argv[2:]
+    if verb == "udp-recv":
+        udp_recv(int(args[0]), float(args[1]))
+    elif verb == "udp-send":
+        udp_send(args[0], int(args[1]), int(args[2]), float(args[3]))
+    elif verb == "tcp-recv":
+        tcp_recv(int(args[0]))
+    elif verb == "tcp-send":
+        tcp_send(args[0], int(args[1]), float(args[2]))
+    elif verb == "udp-echo":
+        udp_echo(int(args[0]))
+    elif verb == "udp-rtt":
+        udp_rtt(args[0], int(args[1]), int(args[2]))
+    else:
+        sys.exit(f"unknown verb {verb}")
