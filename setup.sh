@@ -70,7 +70,7 @@ fi
 
 # --- Python environment ----------------------------------------------------------------------
 # Debian's python3 sees Debian's mininet module; the venv inherits it with system site packages.
-venv="$here/.venv"
+venv="${TESTBED_VENV:-$here/.venv}"
 if [ ! -x "$venv/bin/python" ]; then
   say "creating the Python environment in $venv"
   /usr/bin/python3 -m venv --system-site-packages "$venv"

@@ -230,9 +230,13 @@ class Lab:
                 self.shaper.apply(self.ports[(index, side)], self.ports[(index, 1 - side)], effective)
             self.link_props[(index, side)] = effective
 
-    def exec(self, node: str, command: str) -> str:
-        """Run a shell command in the node's namespace with the machine's tools; return its output."""
-        return self.hosts[node].cmd(command)
+    def exec(self, node: str, command: str, timeout: Optional[float] = 600) -> str:
+        """Run a shell command in the node's network namespace with the machine's tools; return
+        its output (stdout and stderr). Not through Mininet's shell: that is a pty, which
+        truncates lines over 4 KiB and serialises callers."""
+        res = subprocess.run(["nsenter", f"--net=/proc/{self.hosts[node].pid}/ns/net", "--", "sh", "-c", command],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        return res.stdout
 
     def address(self, node: str) -> Optional[ipaddress.IPv4Interface]:
         return self.topo.address_of(node)

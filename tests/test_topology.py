@@ -237,3 +237,23 @@ def test_topo_show_prints_a_loadable_explicit_graph(capsys, tmp_path):
 def test_addresses_are_ipv4_interfaces():
     topo = load_topology(topology_path("line3.yaml"))
     assert topo.address_of("h2") == ipaddress.IPv4Interface("10.0.0.2/24")
+
+
+def test_readme_topology_examples_are_valid():
+    """The README's YAML examples load (the generator snippet inside a minimal file)."""
+    import re
+
+    from .conftest import ROOT
+
+    text = open(os.path.join(ROOT, "README.md")).read()
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    full = [b for b in blocks if "nodes:" in b]
+    assert full, "the README shows a topology example"
+    for block in full:
+        topo = parse_topology_text(block, "README.md")
+        assert topo.nodes
+    generator = next(b for b in blocks if "generate:" in b)
+    snippet = "\n".join(line[2:] if line.startswith("  ") else line for line in generator.splitlines())
+    snippet = snippet.replace("{kind: server}", "{}").replace("{kind: component}", "{}")
+    topo = parse_topology_text(snippet, "README.md")
+    assert len(topo.nodes) == 186
