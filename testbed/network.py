@@ -16,6 +16,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
+from mininet.link import Link as MininetLink
+
 from . import ENV_LAB, cleanup
 from .capabilities import Capabilities, detect
 from .errors import CapabilityError, TestbedError
@@ -25,6 +27,14 @@ from .runtimes.base import LabNames, Runtime, Started
 from .shaping import Port, Shaper, check_topology, choose, emulated_part
 
 Progress = Callable[[str], None]
+
+
+class _PrebuiltLink(MininetLink):
+    """A Mininet link whose veth pair the lab has already created, with all the others."""
+
+    @classmethod
+    def makeIntfPair(cls, *args, **kwargs) -> None:  # noqa: N802 (Mininet's name)
+        return None
 
 
 def lab_names(lab: str) -> LabNames:
@@ -147,25 +157,34 @@ class Lab:
                 net.addSwitch(device, cls=OVSSwitch, failMode="standalone", stp=switch.stp)
             else:
                 net.addSwitch(device, cls=LinuxBridge, stp=switch.stp)
+        # Every veth pair in one `ip -batch`, each end created directly in its namespace; Mininet
+        # then only records the interfaces (see _PrebuiltLink). One shell round trip per link
+        # was most of the build time.
         port_count: Dict[str, int] = {}
+        batch: List[str] = []
         for index, link in enumerate(self.topo.links):
-            names, params = [], []
+            names = []
             for end in (link.a, link.b):
                 if end.node in self.bridges:
                     device = self.bridges[end.node]
                     port_count[device] = port_count.get(device, 0) + 1
                     names.append(f"{device}p{port_count[device]}")
-                    params.append({})
                 else:
                     names.append(end.interface)
-                    params.append({"ip": str(end.address)} if end.address else {})
-            node1 = self._mn_node(link.a.node)
-            node2 = self._mn_node(link.b.node)
-            net.addLink(node1, node2, intfName1=names[0], intfName2=names[1], params1=params[0], params2=params[1])
-            for side, (end, device) in enumerate(zip((link.a, link.b), names)):
+            ends = []
+            for end, device in zip((link.a, link.b), names):
                 pid = None if end.node in self.bridges else self.hosts[end.node].pid
-                table = self.names.nft_table if pid is None else "testbed"
-                self.ports[(index, side)] = Port(device=device, netns_pid=pid, table=table)
+                ends.append(f"name {device}" + (f" netns {pid}" if pid else ""))
+                self.ports[(index, len(ends) - 1)] = Port(device=device, netns_pid=pid,
+                                                          table=self.names.nft_table if pid is None else "testbed")
+            batch.append(f"link add {ends[0]} type veth peer {ends[1]}")
+            batch += [f"link set dev {device} up" for end, device in zip((link.a, link.b), names)
+                      if end.node in self.bridges]
+            net.addLink(self._mn_node(link.a.node), self._mn_node(link.b.node), cls=_PrebuiltLink,
+                        intfName1=names[0], intfName2=names[1], params1={"up": None}, params2={"up": None})
+        res = subprocess.run(["ip", "-batch", "-"], input="\n".join(batch) + "\n", capture_output=True, text=True)
+        if res.returncode != 0:
+            raise TestbedError(f"creating the links failed: {res.stderr.strip()}")
         net.build()
         t = self._timed("links", t)
         net.start()
@@ -192,8 +211,10 @@ class Lab:
             sysctls = ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"]
             if name in routers:
                 sysctls.append("net.ipv4.ip_forward=1")
-            batch = "".join(f"route replace {r.destination} via {r.via} dev {r.interface}\n"
-                            for r in self.topo.routes.get(name, []))
+            batch = "".join(f"link set dev {e.interface} up\naddr add {e.address} dev {e.interface}\n"
+                            for e in self.topo.interfaces(name) if e.address is not None)
+            batch += "".join(f"route replace {r.destination} via {r.via} dev {r.interface}\n"
+                             for r in self.topo.routes.get(name, []))
             script = f"sysctl -qw {' '.join(sysctls)} && ip link set lo up"
             if batch:
                 script += " && ip -batch -"
