@@ -139,3 +139,14 @@ def test_bad_cli_arguments_exit_2(capsys):
     assert main(["up", "topologies/line3.yaml", "--accept-unemulated", "latency"]) == 2
     assert "unknown impairment 'latency'" in capsys.readouterr().err
     assert main(["up", "topologies/line3.yaml", "--name", "bad name"]) == 2
+
+
+def test_bad_input_leaves_nothing_on_the_machine(no_leftovers, tmp_path, capsys):
+    from testbed.cleanup import read_states
+
+    for name, text, *_ in CORPUS[::5]:
+        path = tmp_path / "bad.yaml"
+        path.write_text(text)
+        assert main(["up", str(path)]) == 2, name
+    capsys.readouterr()
+    assert not read_states()

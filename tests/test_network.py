@@ -162,3 +162,16 @@ def test_delay_is_refused_without_netem_unless_accepted(lab_factory, machine):
     lab = lab_factory(topo, accept_unemulated=["delay"])
     assert lab.state()["unemulated"] == ["delay"]
     assert all(ping_all(lab).values())
+
+
+def test_every_node_can_capture_its_own_traffic(lab_factory):
+    lab = lab_factory(load_topology(topology_path("line3.yaml")))
+    capture = lab.hosts["h3"].popen(["tcpdump", "-i", "eth0", "-c", "3", "-n", "icmp"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    import time
+
+    time.sleep(1)
+    lab.exec("h1", f"ping -c 5 -i 0.2 {lab.address('h3').ip}")
+    out, err = capture.communicate(timeout=20)
+    assert "3 packets captured" in err, err
+    assert str(lab.address("h1").ip) in out

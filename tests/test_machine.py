@@ -1,0 +1,58 @@
+"""doctor and images on the real machine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from testbed.model import IMPAIRMENTS
+
+
+def test_doctor_json_reports_every_capability_and_a_backend_per_link_property(machine):
+    res = subprocess.run([sys.executable, "-m", "testbed", "doctor", "--json"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["ready"] is True and report["problems"] == []
+    for name in ("root", "mininet", "docker", "netem", "tc htb", "tc tbf", "nftables", "openvswitch", "java",
+                 "pyspark"):
+        assert name in report["checks"], name
+    assert set(report["link_properties"]) == set(IMPAIRMENTS)
+    if report["checks"]["netem"]["ok"]:
+        assert set(report["link_properties"].values()) == {"netem"}
+    else:
+        assert report["link_properties"]["delay"] is None
+        assert report["link_properties"]["loss"] == "nftables"
+    assert report["base_image"]["source"]
+
+
+def test_doctor_text_names_the_backends(machine):
+    res = subprocess.run([sys.executable, "-m", "testbed", "doctor"], capture_output=True, text=True)
+    assert res.returncode == 0
+    assert "Link properties" in res.stdout and "Ready" in res.stdout
+
+
+def test_agent_image_build_is_skipped_when_nothing_changed(images):
+    from testbed.images import AGENT_IMAGE, ensure_agent
+    from testbed.runtimes.docker import client
+
+    c = client()
+    before = c.images.get(AGENT_IMAGE).id
+    image_id, built = ensure_agent(c, lambda m: None)
+    assert (image_id, built) == (before, False)
+
+
+def test_agent_image_holds_python_and_the_agents_package(images):
+    res = subprocess.run(["docker", "run", "--rm", "--network", "none", "testbed/agent:latest", "python3", "-c",
+                          "import agents.roles, sys; print(sys.version_info[0], agents.roles.role_names())"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("3 ") and "idle" in res.stdout
+
+
+def test_base_image_records_where_it_came_from(images):
+    from testbed.images import base_source
+    from testbed.runtimes.docker import client
+
+    source = base_source(client())
+    assert source == "debootstrap:bookworm" or source.startswith("registry:python:")
