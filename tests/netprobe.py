@@ -5,6 +5,8 @@
   netprobe.py tcp-recv PORT               receive one TCP stream; print JSON with the goodput
   netprobe.py tcp-send ADDR PORT SECONDS  send as fast as the network allows for SECONDS
   netprobe.py udp-rtt ADDR PORT COUNT     (with udp-echo) median round trip in ms
+  netprobe.py udp-blast ADDR PORT SECONDS MBIT   offer a UDP stream of MBIT (in frame bytes)
+  netprobe.py udp-rate PORT IDLE_S         the received rate in Mbit/s of Ethernet frames
   netprobe.py udp-echo PORT               echo datagrams back
 Each receiver prints 'ready' once listening.
 """
@@ -108,6 +110,56 @@ def udp_rtt(addr, port, count):
           flush=True)
 
 
+FRAME_OVERHEAD = 14 + 20 + 8  # Ethernet, IPv4 and UDP headers around each datagram
+
+
+def udp_blast(addr, port, seconds, mbit, size=1400):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    pps = mbit * 1e6 / 8 / (size + FRAME_OVERHEAD)
+    payload = b"x" * size
+    start = time.monotonic()
+    sent = 0
+    while time.monotonic() - start < seconds:
+        target = start + sent / pps
+        delay = target - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        try:
+            sock.sendto(payload, (addr, port))
+        except OSError:
+            pass  # a full queue may refuse a datagram; that is the shaping at work
+        sent += 1
+
+
+def udp_rate(port, idle, warmup=0.5):
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    sock.bind(("0.0.0.0", port))
+    print("ready", flush=True)
+    sock.settimeout(30)
+    first = None
+    window_bytes, window_start, last = 0, None, None
+    try:
+        while True:
+            data = sock.recv(65535)
+            now = time.monotonic()
+            sock.settimeout(idle)
+            if first is None:
+                first = now
+            if now - first < warmup:
+                continue
+            if window_start is None:
+                window_start = now
+            else:
+                window_bytes += len(data) + FRAME_OVERHEAD
+            last = now
+    except socket.timeout:
+        pass
+    seconds = (last - window_start) if last and window_start else 0
+    print(json.dumps({"seconds": seconds, "wire_mbit": window_bytes * 8 / seconds / 1e6 if seconds else 0}),
+          flush=True)
+
+
 if __name__ == "__main__":
     verb, args = sys.argv[1], sys.argv[2:]
     if verb == "udp-recv":
@@ -120,6 +172,10 @@ if __name__ == "__main__":
         tcp_send(args[0], int(args[1]), float(args[2]))
     elif verb == "udp-echo":
         udp_echo(int(args[0]))
+    elif verb == "udp-blast":
+        udp_blast(args[0], int(args[1]), float(args[2]), float(args[3]))
+    elif verb == "udp-rate":
+        udp_rate(int(args[0]), float(args[1]))
     elif verb == "udp-rtt":
         udp_rtt(args[0], int(args[1]), int(args[2]))
     else:

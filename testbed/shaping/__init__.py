@@ -144,7 +144,7 @@ class KernelShaper(Shaper):
             port.run(["tc", "qdisc", "del", "dev", port.device, "root"], check=False)
             return
         rate_bytes = mbit * 1e6 / 8
-        burst = max(int(rate_bytes / 250), 3200)  # about 4 ms of traffic, at least two full frames
+        burst = max(int(rate_bytes / 100), 15140)  # 10 ms of traffic, at least ten full frames
         port.run(["tc", "qdisc", "replace", "dev", port.device, "root", "tbf", "rate", f"{mbit * 1000:g}kbit",
                   "burst", str(burst), "latency", "100ms"])
 
