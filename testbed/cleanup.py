@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -200,11 +201,13 @@ def write_state(state: dict) -> None:
 
 
 def remove_state(lab: str) -> None:
-    for suffix in (".json", ".json.tmp", ".log"):
+    """The lab's state file and its default working directory (agent configs and logs)."""
+    for suffix in (".json", ".json.tmp"):
         try:
             os.remove(os.path.join(STATE_DIR, lab + suffix))
         except FileNotFoundError:
             pass
+    shutil.rmtree(os.path.join(STATE_DIR, lab), ignore_errors=True)
 
 
 def alive(pid: Optional[int]) -> bool:

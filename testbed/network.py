@@ -19,6 +19,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 from mininet.link import Link as MininetLink
 
 from . import ENV_LAB, cleanup
+from .agent_config import has_agent, node_ids, write_configs
 from .capabilities import Capabilities, detect
 from .errors import CapabilityError, TestbedError
 from .model import Link, LinkProps, Node, Topology
@@ -52,9 +53,14 @@ class Lab:
     """One running network. Not thread-safe; one per process."""
 
     def __init__(self, topo: Topology, lab: Optional[str] = None, capabilities: Optional[Capabilities] = None,
-                 accept_unemulated: Iterable[str] = (), progress: Optional[Progress] = None) -> None:
+                 accept_unemulated: Iterable[str] = (), progress: Optional[Progress] = None,
+                 workdir: Optional[str] = None, seed: int = 0) -> None:
         self.topo = topo
         self.names = lab_names(lab or topo.name)
+        # Each node's directory: its agent's config and event log (the container's /testbed).
+        self.workdir = os.path.abspath(workdir or os.path.join(cleanup.STATE_DIR, self.names.lab))
+        self.node_dirs = {name: os.path.join(self.workdir, "nodes", name) for name in topo.nodes}
+        self.seed = seed
         self.capabilities = capabilities or detect()
         self.shaper: Shaper = choose(self.capabilities)
         self.extra_accepted = frozenset(accept_unemulated)
@@ -137,9 +143,10 @@ class Lab:
         by_runtime: Dict[str, List[Node]] = {}
         for node in self.topo.nodes.values():
             by_runtime.setdefault(node.runtime, []).append(node)
+        write_configs(self.topo, self.node_dirs, self.seed)
         for runtime_name, nodes in by_runtime.items():
             self.progress(f"starting {len(nodes)} {runtime_name} node(s)")
-            self.started.update(self.runtimes[runtime_name].create(nodes))
+            self.started.update(self.runtimes[runtime_name].create(nodes, self.node_dirs))
         t = self._timed("create_nodes", t)
 
         self.progress("building the network")
@@ -196,8 +203,11 @@ class Lab:
         for index, link in enumerate(self.topo.links):
             self.set_link(index, link.forward, link.backward)
         t = self._timed("shaping", t)
+        agents = sum(has_agent(self.topo, name) for name in self.topo.nodes)
+        if agents:
+            self.progress(f"starting {agents} agent(s)")
         for runtime_name, nodes in by_runtime.items():
-            self.runtimes[runtime_name].launch(nodes, self.hosts, self.started)
+            self.runtimes[runtime_name].launch(nodes, self.hosts, self.started, self.node_dirs)
         self._timed("launch", t)
 
     def _mn_node(self, name: str):
@@ -259,15 +269,64 @@ class Lab:
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
         return res.stdout
 
+    # -- agents -----------------------------------------------------------------------------------
+
+    def agent_pid(self, node: str) -> Optional[int]:
+        started = self.started.get(node)
+        if started is None or not has_agent(self.topo, node):
+            return None
+        return self.runtimes[self.topo.nodes[node].runtime].agent_pid(started)
+
+    def stop_agents(self, nodes: Optional[Iterable[str]] = None, timeout_s: float = 3.0) -> Dict[str, bool]:
+        """SIGTERM the agents and wait for them to flush their logs and exit; True per node that
+        exited in time (the others are killed)."""
+        pids = {}
+        for node in nodes if nodes is not None else list(self.topo.nodes):
+            pid = self.agent_pid(node)
+            if pid:
+                pids[node] = pid
+                try:
+                    os.kill(pid, 15)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + timeout_s
+        exited = {}
+        for node, pid in pids.items():
+            while _running(pid) and time.monotonic() < deadline:
+                self._reap(node)
+                time.sleep(0.02)
+            exited[node] = not _running(pid)
+            if not exited[node]:
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
+            self._reap(node)
+        return exited
+
+    def _reap(self, node: str) -> None:
+        agent = getattr(self.started.get(node), "agent", None)
+        if agent is not None:
+            agent.poll()
+
+    def start_agent(self, node: str) -> None:
+        """A fresh agent process for the node (its network and container stay as they are)."""
+        runtime = self.runtimes[self.topo.nodes[node].runtime]
+        runtime.start_agent(self.topo.nodes[node], self.started[node], self.node_dirs[node])
+
     def address(self, node: str) -> Optional[ipaddress.IPv4Interface]:
         return self.topo.address_of(node)
 
     def state(self) -> Dict[str, object]:
         """What `testbed exec`, `down` and reports need about the running lab."""
         nodes = {}
+        ids = node_ids(self.topo)
         for name, node in self.topo.nodes.items():
             started = self.started.get(name)
             nodes[name] = {
+                "id": ids[name],
+                "role": node.role,
+                "dir": self.node_dirs[name],
                 "runtime": node.runtime,
                 "image": node.image if node.runtime == "docker" else None,
                 "netns_pid": started.netns_pid if started else self.hosts[name].pid,
@@ -292,6 +351,11 @@ class Lab:
         """Remove everything this lab created; safe to call on a half-built lab, and twice."""
         errors: List[str] = []
         t = time.monotonic()
+        if self.started:
+            try:
+                self.stop_agents()  # let them flush their logs
+            except Exception as exc:
+                errors.append(f"stopping agents: {exc}")
         if self.net is not None:
             for host in self.net.hosts + self.net.switches:
                 try:
@@ -316,6 +380,14 @@ class Lab:
         self.timings["stop"] = round(time.monotonic() - t, 3)
         if errors:
             raise TestbedError("teardown left errors (run 'testbed clean'):\n  " + "\n  ".join(errors))
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
 
 
 def ping_all(lab: Lab, nodes: Optional[List[str]] = None, timeout_s: float = 1.0) -> Dict[Tuple[str, str], bool]:

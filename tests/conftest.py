@@ -31,11 +31,11 @@ def machine():
 
 @pytest.fixture(scope="session")
 def images(machine):
-    from testbed.images import AGENT_IMAGE, STATIC_PROBE_IMAGE, ensure_static_probe
+    from testbed.images import AGENT_IMAGE, STATIC_PROBE_IMAGE, ensure_agent, ensure_static_probe
     from testbed.runtimes.docker import client
 
     c = client()
-    c.images.get(AGENT_IMAGE)  # built by setup.sh
+    ensure_agent(c, lambda m: print(m, file=sys.stderr))  # built by setup.sh; again if agents/ changed
     ensure_static_probe(c, lambda m: print(m, file=sys.stderr))
     return {"agent": AGENT_IMAGE, "static": STATIC_PROBE_IMAGE}
 

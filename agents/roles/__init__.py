@@ -12,7 +12,11 @@ from typing import Dict, List
 #: role name → module path, imported only when a node runs the role
 _ROLES: Dict[str, str] = {
     "idle": "agents.roles.idle",
+    "probe": "agents.roles.probe",
 }
+
+#: roles that run no testbed agent: the node runs its image's (or its own) command
+NO_AGENT = frozenset({"idle"})
 
 
 def role_names() -> List[str]:

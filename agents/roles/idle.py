@@ -5,3 +5,4 @@ images that carry their own software.
 """
 
 NAME = "idle"
+ROLE = None  # no agent runs for this role

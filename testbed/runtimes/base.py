@@ -34,7 +34,8 @@ class Started:
     netns_pid: int
     container_id: Optional[str] = None
     container_name: Optional[str] = None
-    process_pid: Optional[int] = None
+    process_pid: Optional[int] = None  # the node's own command (process runtime)
+    agent: Optional[object] = None  # the agent's process handle, where the runtime has one
     extra: Dict[str, str] = field(default_factory=dict)
 
 
@@ -49,16 +50,27 @@ class Runtime:
     def check(self, nodes: List[Node]) -> None:
         """Raise a TestbedError if these nodes cannot start here. No side effects."""
 
-    def create(self, nodes: List[Node]) -> Dict[str, Started]:
-        """Before the network: create what holds each node's namespace (None if Mininet does)."""
+    def create(self, nodes: List[Node], node_dirs: Dict[str, str]) -> Dict[str, Started]:
+        """Before the network: create what holds each node's namespace (nothing if Mininet does).
+        `node_dirs` holds each node's directory on the machine (its agent config and event log)."""
         return {}
 
     def host_params(self, node: Node, started: Optional[Started]) -> Dict[str, object]:
         """Keyword arguments for Mininet's addHost (including `cls`)."""
         raise NotImplementedError
 
-    def launch(self, nodes: List[Node], hosts: Dict[str, object], started: Dict[str, Started]) -> None:
-        """After the network is configured: start the nodes' software where it is not running yet."""
+    def launch(self, nodes: List[Node], hosts: Dict[str, object], started: Dict[str, Started],
+               node_dirs: Dict[str, str]) -> None:
+        """After the network is configured: start each node's software where it is not running
+        yet, and the testbed agent of each node whose role has one."""
+
+    def start_agent(self, node: Node, started: Started, node_dir: str) -> None:
+        """Start a fresh agent process for the node (after `stop_agent`)."""
+        raise NotImplementedError
+
+    def agent_pid(self, started: Started) -> Optional[int]:
+        """The machine-side pid of the node's running agent, if any."""
+        raise NotImplementedError
 
     def exec_args(self, state: Dict[str, object], command: List[str], interactive: bool) -> List[str]:
         """The command line that runs `command` inside a node, from its recorded state."""

@@ -15,6 +15,9 @@ from mininet.node import Host
 
 from .. import LABEL_LAB, LABEL_NODE
 from ..errors import TestbedError, UsageError
+from agents.roles import NO_AGENT
+
+from ..agent_config import NODE_DIR_IN_CONTAINER, agent_argv
 from ..model import Node
 from .base import LabNames, Runtime, Started
 
@@ -90,12 +93,13 @@ class DockerRuntime(Runtime):
             raise UsageError(f"lab {self.names.lab!r} already has containers ({', '.join(taken[:3])}...): "
                              f"'testbed down {self.names.lab}' or 'testbed clean' first")
 
-    def create(self, nodes: List[Node]) -> Dict[str, Started]:
+    def create(self, nodes: List[Node], node_dirs: Dict[str, str]) -> Dict[str, Started]:
         def start_one(node: Node) -> Started:
             kwargs = dict(
                 name=self.names.container(node.name), hostname=node.name, detach=True,
                 network_mode="none", labels={LABEL_LAB: self.names.lab, LABEL_NODE: node.name},
                 cap_drop=["ALL"], cap_add=node.capabilities or None, environment=node.env or None,
+                volumes={node_dirs[node.name]: {"bind": NODE_DIR_IN_CONTAINER, "mode": "rw"}},
             )
             if node.command is not None:
                 kwargs["command"] = node.command
@@ -127,6 +131,31 @@ class DockerRuntime(Runtime):
     def host_params(self, node: Node, started: Optional[Started]) -> Dict[str, object]:
         assert started is not None
         return {"cls": DockerHost, "container_pid": started.netns_pid}
+
+    def launch(self, nodes: List[Node], hosts: Dict[str, object], started: Dict[str, Started],
+               node_dirs: Dict[str, str]) -> None:
+        # The container's own command (by default the image's idle `sleep`) holds the namespace;
+        # the agent runs beside it, so that stopping and starting it keeps the node's network.
+        agent_nodes = [n for n in nodes if n.role not in NO_AGENT and n.command is None]
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            list(pool.map(lambda n: self.start_agent(n, started[n.name], node_dirs[n.name]), agent_nodes))
+
+    def start_agent(self, node: Node, started: Started, node_dir: str) -> None:
+        self.docker.api.exec_start(
+            self.docker.api.exec_create(started.container_id, agent_argv("docker", node_dir),
+                                        environment=node.env or None), detach=True)
+
+    def agent_pid(self, started: Started) -> Optional[int]:
+        import docker.errors
+
+        try:
+            top = self.docker.api.top(started.container_id, ps_args="-o pid,args")
+        except docker.errors.APIError:
+            return None
+        for pid, args in top.get("Processes") or []:
+            if "-m agents" in args:
+                return int(pid)
+        return None
 
     def exec_args(self, state: Dict[str, object], command: List[str], interactive: bool) -> List[str]:
         flags = ["-i", "-t"] if interactive else ["-i"]

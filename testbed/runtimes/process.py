@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from typing import Dict, List, Optional
 
 from mininet.node import Host
 
+from agents.roles import NO_AGENT
+
 from .. import ENV_LAB
+from ..agent_config import PROJECT_ROOT, agent_argv
 from ..model import Node
 from .base import Runtime, Started
 
@@ -25,18 +29,42 @@ IDLE_COMMAND = ["sleep", "infinity"]
 class ProcessRuntime(Runtime):
     name = "process"
 
+    def __init__(self, names) -> None:
+        super().__init__(names)
+        self._procs: List[subprocess.Popen] = []
+        self._hosts: Dict[str, object] = {}
+
     def host_params(self, node: Node, started: Optional[Started]) -> Dict[str, object]:
         return {"cls": Host}
 
-    def launch(self, nodes: List[Node], hosts: Dict[str, object], started: Dict[str, Started]) -> None:
+    def launch(self, nodes: List[Node], hosts: Dict[str, object], started: Dict[str, Started],
+               node_dirs: Dict[str, str]) -> None:
+        self._hosts = hosts
         for node in nodes:
-            host = hosts[node.name]
-            env = dict(os.environ)
-            env.update(node.env)
-            env[ENV_LAB] = self.names.lab
-            proc = host.popen(node.command or IDLE_COMMAND, env=env, stdin=open(os.devnull),
-                              stdout=open(os.devnull, "w"), stderr=open(os.devnull, "w"))
-            started[node.name] = Started(node.name, netns_pid=host.pid, process_pid=proc.pid)
+            started[node.name] = Started(node.name, netns_pid=hosts[node.name].pid)
+            if node.role not in NO_AGENT and node.command is None:
+                self.start_agent(node, started[node.name], node_dirs[node.name])
+            else:
+                started[node.name].process_pid = self._popen(node, node.command or IDLE_COMMAND).pid
+
+    def _popen(self, node: Node, argv: List[str]):
+        env = dict(os.environ)
+        env.update(node.env)
+        env[ENV_LAB] = self.names.lab
+        env["PYTHONPATH"] = PROJECT_ROOT
+        devnull = subprocess.DEVNULL
+        proc = self._hosts[node.name].popen(argv, env=env, stdin=devnull, stdout=devnull, stderr=devnull)
+        self._procs.append(proc)
+        return proc
+
+    def start_agent(self, node: Node, started: Started, node_dir: str) -> None:
+        proc = self._popen(node, agent_argv("process", node_dir))
+        started.process_pid = proc.pid
+        started.agent = proc
+
+    def agent_pid(self, started: Started) -> Optional[int]:
+        proc = started.agent
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     def exec_args(self, state: Dict[str, object], command: List[str], interactive: bool) -> List[str]:
         return ["nsenter", f"--net=/proc/{state['netns_pid']}/ns/net", "--"] + command
@@ -48,3 +76,11 @@ class ProcessRuntime(Runtime):
                     os.kill(s.process_pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+        for proc in self._procs:
+            if proc.poll() is None:
+                try:
+                    proc.kill()
+                except ProcessLookupError:
+                    pass
+            proc.wait()
+        self._procs = []

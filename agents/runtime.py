@@ -1,0 +1,308 @@
+"""The agent runtime: what every role runs on, inside a container or as a plain process.
+
+It reads the node's configuration (a JSON file written by the testbed), opens one UDP socket
+for unicast and broadcast, encodes every message with the wire header (agents/wire.py),
+fragments and reassembles bodies larger than a datagram, offers a reliable channel
+(acknowledgement and retransmission with a bounded number of tries) to roles that assume
+reliable links, and writes the event log: JSON lines of send, receive, deliver, drop (with a
+reason), retransmit and state events, each stamped with CLOCK_REALTIME in nanoseconds, the
+clock that every node on the machine shares and that packet captures use.
+
+SIGTERM stops the role and the agent within two seconds, with the log flushed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+import random
+import signal
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import wire
+from .roles import role_module
+from .wire import Ext, Flags, Header, MessageType
+
+DEFAULT_PORT = 7777
+
+
+def now_ns() -> int:
+    return time.time_ns()
+
+
+class EventLog:
+    """Buffered JSON-lines writer; flushed periodically and on stop."""
+
+    def __init__(self, path: str, node: str) -> None:
+        self.node = node
+        self._file = open(path, "a", buffering=1 << 16)
+        self._count = 0
+
+    def write(self, event: str, t: Optional[int] = None, **fields: Any) -> None:
+        record = {"t": t or now_ns(), "node": self.node, "event": event}
+        record.update(fields)
+        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._count += 1
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+
+
+@dataclass
+class Config:
+    node: str
+    node_id: int
+    role: str
+    params: Dict[str, Any]
+    seed: int
+    nodes: Dict[str, Dict[str, Any]]  # name → {"id", "address"}
+    broadcast: List[str]
+    log: str
+    port: int = DEFAULT_PORT
+    neighbors: List[str] = field(default_factory=list)
+    reliable_timeout_ms: float = 200.0
+    reliable_tries: int = 20
+
+    @classmethod
+    def load(cls, path: str) -> "Config":
+        with open(path) as handle:
+            data = json.load(handle)
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+class Role:
+    """Base class of every role: `run()` drives it, `on_message()` handles what arrives."""
+
+    def __init__(self, agent: "Agent", params: Dict[str, Any]) -> None:
+        self.agent = agent
+        self.params = params
+
+    async def run(self) -> None:
+        """The role's main loop; returning ends the role, not the agent."""
+
+    def on_message(self, header: Header, body: bytes, sender: str) -> None:
+        """A whole message arrived (fragments reassembled, duplicates of reliable sends removed)."""
+
+    def stop(self) -> None:
+        """Called on SIGTERM before the log is flushed."""
+
+
+class _Protocol(asyncio.DatagramProtocol):
+    def __init__(self, agent: "Agent") -> None:
+        self.agent = agent
+
+    def datagram_received(self, data: bytes, addr: Tuple[str, int]) -> None:
+        self.agent._received(data, addr)
+
+    def error_received(self, exc: Exception) -> None:
+        self.agent.log.write("drop", reason=f"socket error: {exc}")
+
+
+class Agent:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.name = config.node
+        self.id = config.node_id
+        self.rng = random.Random(config.seed)
+        self.log = EventLog(config.log, config.node)
+        self.by_id = {info["id"]: name for name, info in config.nodes.items()}
+        self.by_address = {info["address"]: name for name, info in config.nodes.items() if info.get("address")}
+        self._sequence = 0
+        self._transport: Optional[asyncio.DatagramTransport] = None
+        self._reassembler = wire.Reassembler()
+        self._pending: Dict[Tuple[str, int, int, int], List[Any]] = {}  # reliable sends awaiting ACK
+        self._seen_reliable: Dict[Tuple[int, int, int, int], float] = {}
+        self.role: Optional[Role] = None
+        self.counters = {"sent_datagrams": 0, "received_datagrams": 0, "retransmissions": 0}
+
+    # -- sending ----------------------------------------------------------------------------------
+
+    def next_sequence(self) -> int:
+        self._sequence += 1
+        return self._sequence
+
+    def address_of(self, node: str) -> str:
+        return self.config.nodes[node]["address"]
+
+    def send(self, mtype: int, body: bytes = b"", to: Any = "broadcast", reliable: bool = False,
+             message_id: int = 0, extensions: Optional[Dict[int, bytes]] = None, origin: Optional[int] = None,
+             sequence: Optional[int] = None, hops: int = 0, flags: int = 0, log: bool = True) -> int:
+        """Send a message to a node, a list of nodes, or "broadcast"; returns its sequence number.
+
+        A relay passes the original origin and sequence (and hops + 1)."""
+        seq = sequence if sequence is not None else self.next_sequence()
+        header = Header(type=mtype, origin=origin or self.id, sequence=seq, sender=self.id, hops=hops,
+                        message_id=message_id, extensions=dict(extensions or {}), flags=flags)
+        if to == "broadcast":
+            targets = [(a, None) for a in self.config.broadcast]
+            header.flags |= Flags.BROADCAST
+            reliable = False  # broadcast has no single receiver to acknowledge
+        else:
+            names = [to] if isinstance(to, str) else list(to)
+            targets = [(self.address_of(n), n) for n in names]
+        if reliable:
+            header.flags |= Flags.ACK_REQUESTED
+        datagrams = wire.fragment(header, body)
+        sent_at = now_ns()  # before the first datagram leaves: a receiver may log before we do
+        for address, target in targets:
+            for datagram in datagrams:
+                self._sendto(datagram, address)
+                if reliable:
+                    frag_index = int.from_bytes(datagram[20:22], "big")
+                    key = (address, header.origin, seq, frag_index)
+                    self._pending[key] = [datagram, 1, time.monotonic() + self.config.reliable_timeout_ms / 1000,
+                                          target]
+        if log:
+            self.log.write("send", t=sent_at, type=_type_name(mtype), origin=self.by_id.get(header.origin, header.origin),
+                           seq=seq, to=to if isinstance(to, str) else list(to), bytes=len(body),
+                           frags=len(datagrams), reliable=reliable, message_id=message_id, hops=hops)
+        return seq
+
+    def _sendto(self, datagram: bytes, address: str) -> None:
+        try:
+            self._transport.sendto(datagram, (address, self.config.port))
+            self.counters["sent_datagrams"] += 1
+        except OSError as exc:
+            self.log.write("drop", reason=f"send failed: {exc}", to=address)
+
+    async def _retransmit_loop(self) -> None:
+        period = max(self.config.reliable_timeout_ms / 4000, 0.005)
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            for key, entry in list(self._pending.items()):
+                datagram, tries, deadline, target = entry
+                if now < deadline:
+                    continue
+                if tries >= self.config.reliable_tries:
+                    del self._pending[key]
+                    self.log.write("drop", reason="retries exhausted", origin=self.by_id.get(key[1], key[1]),
+                                   seq=key[2], frag=key[3], to=target, tries=tries)
+                    continue
+                repeat = bytearray(datagram)
+                repeat[4] |= Flags.RETRANSMISSION
+                self._sendto(bytes(repeat), key[0])
+                self.counters["retransmissions"] += 1
+                entry[1] = tries + 1
+                entry[2] = now + self.config.reliable_timeout_ms / 1000 * (2 ** min(tries, 4))
+                self.log.write("retransmit", origin=self.by_id.get(key[1], key[1]), seq=key[2], frag=key[3],
+                               to=target, attempt=tries + 1)
+
+    # -- receiving --------------------------------------------------------------------------------
+
+    def _received(self, data: bytes, addr: Tuple[str, int]) -> None:
+        self.counters["received_datagrams"] += 1
+        try:
+            header, payload = wire.decode(data)
+        except wire.WireError as exc:
+            self.log.write("drop", reason=f"not a testbed message: {exc}", peer=addr[0])
+            return
+        if header.sender == self.id:
+            return  # our own broadcast, looped back to our socket
+        sender = self.by_id.get(header.sender) or self.by_address.get(addr[0], addr[0])
+        if header.type == MessageType.ACK:
+            origin, seq, frag = wire.read_acked(header.extensions.get(Ext.ACKED, b"\0" * 10))
+            self._pending.pop((addr[0], origin, seq, frag), None)
+            return
+        if header.flags & Flags.ACK_REQUESTED:
+            ack = Header(type=MessageType.ACK, origin=self.id, sequence=0, sender=self.id,
+                         extensions={Ext.ACKED: wire.acked(header.origin, header.sequence, header.frag_index)})
+            self._sendto(wire.encode(ack), addr[0])
+            key = (header.sender, header.origin, header.sequence, header.frag_index)
+            if key in self._seen_reliable:
+                return  # a retransmission of what arrived already: acknowledged again, not delivered twice
+            self._seen_reliable[key] = time.monotonic()
+        whole = self._reassembler.add(header, payload, time.monotonic())
+        if whole is None:
+            return
+        header, body = whole
+        self.log.write("receive", type=_type_name(header.type), origin=self.by_id.get(header.origin, header.origin),
+                       seq=header.sequence, sender=sender, hops=header.hops, bytes=len(body),
+                       message_id=header.message_id, retransmission=bool(header.flags & Flags.RETRANSMISSION))
+        if self.role is not None:
+            self.role.on_message(header, body, sender)
+
+    def deliver(self, header: Header, **fields: Any) -> None:
+        """Record that the role delivered a message to the application."""
+        self.log.write("deliver", type=_type_name(header.type), origin=self.by_id.get(header.origin, header.origin),
+                       seq=header.sequence, message_id=header.message_id, **fields)
+
+    async def _housekeeping(self) -> None:
+        while True:
+            await asyncio.sleep(0.2)
+            self.log.flush()
+            now = time.monotonic()
+            for key, got, expected in self._reassembler.expire(now):
+                self.log.write("drop", reason="incomplete message", origin=self.by_id.get(key[0], key[0]),
+                               seq=key[1], fragments=got, expected=expected)
+            for key, since in list(self._seen_reliable.items()):
+                if now - since > 60:
+                    del self._seen_reliable[key]
+
+    # -- life cycle -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        sock.bind(("0.0.0.0", self.config.port))
+        self._transport, _ = await loop.create_datagram_endpoint(lambda: _Protocol(self), sock=sock)
+        module = importlib.import_module(role_module(self.config.role))
+        self.role = module.ROLE(self, self.config.params)
+        self.log.write("state", state="started", role=self.config.role, pid=os.getpid(), node_id=self.id)
+        tasks = [asyncio.ensure_future(self.role.run()), asyncio.ensure_future(self._retransmit_loop()),
+                 asyncio.ensure_future(self._housekeeping())]
+        await stop.wait()
+        self.role.stop()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.log.write("state", state="stopped", **self.counters, pending_reliable=len(self._pending))
+        self._transport.close()
+        self.log.close()
+
+
+def _type_name(mtype: int) -> str:
+    try:
+        return MessageType(mtype).name
+    except ValueError:
+        return str(mtype)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="agent", description="The testbed's node agent.")
+    parser.add_argument("--config", required=True, help="the node's configuration (JSON)")
+    args = parser.parse_args(argv)
+    # Until the event loop takes SIGTERM over, it interrupts start-up, which is logged below.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    config = Config.load(args.config)
+    agent = Agent(config)
+    try:
+        asyncio.run(agent.run())
+    except KeyboardInterrupt:
+        agent.log.write("state", state="stopped", during="start-up")
+        agent.log.close()
+    except Exception as exc:
+        agent.log.write("state", state="failed", error=f"{type(exc).__name__}: {exc}")
+        agent.log.close()
+        raise
+    return 0
+

@@ -1,0 +1,237 @@
+"""The wire format every agent message uses: one fixed, versioned binary header in each UDP datagram.
+
+The contract is written down in docs/WIRE.md; this module is its reference implementation and
+the pcap readers decode with the same layout, without the agent's help. All integers are big
+endian (network order).
+
+    offset size field
+    0      2    magic         b"TB"
+    2      1    version       1
+    3      1    type          message type (MessageType)
+    4      1    flags         Flags bits
+    5      1    hops          times this copy was relayed (0 from the origin)
+    6      2    header_len    bytes from the start of the datagram to the payload (>= 32)
+    8      4    origin        node id of the node that created the message
+    12     4    sequence      per-origin sequence number of the message (1, 2, ...)
+    16     4    sender        node id of the node that transmitted this datagram
+    20     2    frag_index    0-based fragment number
+    22     2    frag_count    fragments in the message (1: not fragmented)
+    24     8    message_id    protocol-assigned id (an AbC sequencer's id, a knowledge
+                              version), 0 when the protocol assigns none
+    32     ...  extensions    type-length-value fields up to header_len (a 1-byte type,
+                              a 2-byte length, the value); readers skip types they do not know
+    header_len  payload       this fragment's part of the message body
+
+Node ids are the 1-based positions of the nodes in the topology's node order, recorded in the
+run manifest. A message is identified by (origin, sequence); fragments of it by frag_index.
+Version 1 readers accept any header_len >= 32, so later versions can append fields.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+MAGIC = b"TB"
+VERSION = 1
+BASE = struct.Struct("!2sBBBBHIIIHHQ")
+BASE_LEN = BASE.size  # 32
+assert BASE_LEN == 32
+TLV = struct.Struct("!BH")
+#: a UDP payload that fits one Ethernet frame with IPv4 and UDP headers: 1500 - 20 - 8
+MAX_DATAGRAM = 1472
+
+
+class MessageType(enum.IntEnum):
+    """Message types of every protocol, in one registry so that captures decode without agents."""
+
+    ACK = 1             # reliable channel: acknowledges (origin, sequence, frag_index) of the sender
+    PROBE = 2           # the probe role's numbered message
+    ABC_REQUEST = 10    # AbC: a component (or server) asks for a fresh message id
+    ABC_REPLY = 11      # AbC: the sequencer's answer, message_id = the fresh id
+    ABC_DATA = 12       # AbC: a data message with its id in message_id
+    GOSSIP_KNOWLEDGE = 20  # gossip: a node's knowledge (push), relayed with hops > 0
+    GOSSIP_HEADERS = 21    # gossip: the header buffer (ids of received messages); never relayed
+    GOSSIP_PULL = 22       # gossip: a pull request for missing messages; never relayed
+    CAUSAL_DATA = 30       # causal group communication: an event with its vector timestamp
+    CAUSAL_RECOVERY = 31   # causal: a request for or reply with missing events
+    MEMBERSHIP = 32        # causal: cluster management (ticket, join, leave, alive, update)
+
+
+class Flags(enum.IntFlag):
+    NONE = 0
+    ACK_REQUESTED = 0x01   # the reliable channel wants an ACK for this datagram
+    RETRANSMISSION = 0x02  # a repeat of a datagram sent before (reliable channel or pull answer)
+    BROADCAST = 0x04       # sent to the segment's broadcast address
+    RELAYED = 0x08         # a rebroadcast or forward, not the origin's own transmission
+    PULLED = 0x10          # sent in answer to a pull request
+
+
+class Ext(enum.IntEnum):
+    """Extension field types."""
+
+    VECTOR_CLOCK = 1    # n x uint32: the causal protocol's vector timestamp
+    INFRA_ID = 2        # uint32: the AbC infrastructure node that handled the message
+    TARGET = 3          # uint32: the node a unicast message is meant for
+    ACKED = 4           # uint32 origin, uint32 sequence, uint16 frag_index: what an ACK acknowledges
+    TIMESTAMP_NS = 5    # uint64: when the message (knowledge) was produced, shared host clock
+
+
+class WireError(ValueError):
+    """A datagram that is not a testbed message, or a malformed one."""
+
+
+@dataclass
+class Header:
+    type: int
+    origin: int
+    sequence: int
+    sender: int = 0
+    flags: int = 0
+    hops: int = 0
+    frag_index: int = 0
+    frag_count: int = 1
+    message_id: int = 0
+    extensions: Dict[int, bytes] = field(default_factory=dict)
+    version: int = VERSION
+
+    @property
+    def key(self) -> Tuple[int, int]:
+        return (self.origin, self.sequence)
+
+    def encoded_len(self) -> int:
+        return BASE_LEN + sum(TLV.size + len(v) for v in self.extensions.values())
+
+
+def encode(header: Header, payload: bytes = b"") -> bytes:
+    ext = b"".join(TLV.pack(t, len(v)) + v for t, v in sorted(header.extensions.items()))
+    header_len = BASE_LEN + len(ext)
+    if header_len > 0xFFFF:
+        raise WireError("extensions too long")
+    base = BASE.pack(MAGIC, header.version, int(header.type), int(header.flags), header.hops, header_len,
+                     header.origin, header.sequence, header.sender or header.origin, header.frag_index,
+                     header.frag_count, header.message_id)
+    return base + ext + payload
+
+
+def decode(datagram: bytes) -> Tuple[Header, bytes]:
+    """Split a datagram into header and payload; WireError if it is not a testbed message."""
+    if len(datagram) < BASE_LEN:
+        raise WireError(f"{len(datagram)} bytes: shorter than the {BASE_LEN}-byte header")
+    (magic, version, mtype, flags, hops, header_len, origin, sequence, sender, frag_index, frag_count,
+     message_id) = BASE.unpack_from(datagram)
+    if magic != MAGIC:
+        raise WireError(f"bad magic {magic!r}")
+    if version < 1:
+        raise WireError(f"bad version {version}")
+    if header_len < BASE_LEN or header_len > len(datagram):
+        raise WireError(f"header_len {header_len} outside [{BASE_LEN}, {len(datagram)}]")
+    if frag_count < 1 or frag_index >= frag_count:
+        raise WireError(f"fragment {frag_index} of {frag_count}")
+    extensions: Dict[int, bytes] = {}
+    offset = BASE_LEN
+    while offset + TLV.size <= header_len:
+        ext_type, length = TLV.unpack_from(datagram, offset)
+        offset += TLV.size
+        if offset + length > header_len:
+            raise WireError(f"extension {ext_type} overruns the header")
+        extensions[ext_type] = bytes(datagram[offset:offset + length])
+        offset += length
+    header = Header(type=mtype, origin=origin, sequence=sequence, sender=sender, flags=flags, hops=hops,
+                    frag_index=frag_index, frag_count=frag_count, message_id=message_id, extensions=extensions,
+                    version=version)
+    return header, bytes(datagram[header_len:])
+
+
+# -- extension values ------------------------------------------------------------------------------
+
+def vector_clock(values: List[int]) -> bytes:
+    return struct.pack(f"!{len(values)}I", *values)
+
+
+def read_vector_clock(value: bytes) -> List[int]:
+    if len(value) % 4:
+        raise WireError("vector clock length is not a multiple of 4")
+    return list(struct.unpack(f"!{len(value) // 4}I", value))
+
+
+def u32(value: int) -> bytes:
+    return struct.pack("!I", value)
+
+
+def read_u32(value: bytes) -> int:
+    return struct.unpack("!I", value)[0]
+
+
+def u64(value: int) -> bytes:
+    return struct.pack("!Q", value)
+
+
+def read_u64(value: bytes) -> int:
+    return struct.unpack("!Q", value)[0]
+
+
+def acked(origin: int, sequence: int, frag_index: int) -> bytes:
+    return struct.pack("!IIH", origin, sequence, frag_index)
+
+
+def read_acked(value: bytes) -> Tuple[int, int, int]:
+    return struct.unpack("!IIH", value)
+
+
+# -- fragmentation (the DEECo paper's layer 1) -----------------------------------------------------
+
+def fragment(header: Header, body: bytes, max_datagram: int = MAX_DATAGRAM) -> List[bytes]:
+    """Encode a message as one or more datagrams, each at most `max_datagram` bytes."""
+    room = max_datagram - header.encoded_len()
+    if room <= 0:
+        raise WireError(f"a {header.encoded_len()}-byte header leaves no room in {max_datagram}-byte datagrams")
+    count = max(1, -(-len(body) // room))
+    if count > 0xFFFF:
+        raise WireError(f"a {len(body)}-byte message needs more than 65535 fragments")
+    out = []
+    for index in range(count):
+        part = Header(**{**header.__dict__, "frag_index": index, "frag_count": count,
+                         "extensions": dict(header.extensions)})
+        out.append(encode(part, body[index * room:(index + 1) * room]))
+    return out
+
+
+class Reassembler:
+    """Collects fragments into messages (the DEECo paper's layer 2): a message is delivered only
+    when all its fragments have arrived; duplicates are ignored; incomplete messages expire."""
+
+    def __init__(self, timeout_s: float = 10.0) -> None:
+        self.timeout_s = timeout_s
+        self._parts: Dict[Tuple[int, int], Dict[int, bytes]] = {}
+        self._first_seen: Dict[Tuple[int, int], float] = {}
+        self._headers: Dict[Tuple[int, int], Header] = {}
+
+    def add(self, header: Header, payload: bytes, now: float) -> Optional[Tuple[Header, bytes]]:
+        """Returns (header of fragment 0, whole body) once the message is complete."""
+        if header.frag_count == 1:
+            return header, payload
+        key = header.key
+        parts = self._parts.setdefault(key, {})
+        self._first_seen.setdefault(key, now)
+        parts.setdefault(header.frag_index, payload)
+        if header.frag_index == 0 or key not in self._headers:
+            self._headers[key] = header
+        if len(parts) < header.frag_count:
+            return None
+        body = b"".join(parts[i] for i in range(header.frag_count))
+        first = self._headers.pop(key)
+        del self._parts[key], self._first_seen[key]
+        return first, body
+
+    def expire(self, now: float) -> List[Tuple[Tuple[int, int], int, int]]:
+        """Drop incomplete messages older than the timeout; return (key, got, expected) of each."""
+        dropped = []
+        for key, since in list(self._first_seen.items()):
+            if now - since > self.timeout_s:
+                expected = self._headers[key].frag_count
+                dropped.append((key, len(self._parts[key]), expected))
+                del self._parts[key], self._first_seen[key], self._headers[key]
+        return dropped

@@ -1,0 +1,105 @@
+"""The agent runtime in real networks: the probe role over unicast and broadcast, fragmentation,
+the reliable channel over a lossy link, and stopping within two seconds with the log flushed."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from testbed.topology import parse_topology_text
+
+pytestmark = pytest.mark.network
+
+
+def events(lab, node):
+    path = os.path.join(lab.node_dirs[node], "events.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as handle:
+        return [json.loads(line) for line in handle]
+
+
+def wait_for(predicate, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_probe_broadcast_reaches_every_listener_and_the_logs_agree(lab_factory, tmp_path):
+    lab = lab_factory(parse_topology_text("""
+nodes:
+  h1: {role: probe, params: {rate: 50, count: 20, size: 100, start_delay: 1}}
+  h2: {role: probe, params: {rate: 0}}
+  h3: {role: probe, params: {rate: 0}, runtime: process}
+switches: {s: {}}
+links: [[h1, s], [h2, s], [h3, s]]
+""", "probe.yaml"), workdir=str(tmp_path))
+    assert wait_for(lambda: sum(e["event"] == "send" for e in events(lab, "h1")) == 20)
+    time.sleep(0.5)
+    assert all(lab.stop_agents().values()), "every agent exits within the timeout after SIGTERM"
+    sent = [e for e in events(lab, "h1") if e["event"] == "send"]
+    assert [e["seq"] for e in sent] == list(range(1, 21))
+    assert all(e["to"] == "broadcast" and e["type"] == "PROBE" for e in sent)
+    for node in ("h2", "h3"):
+        log = events(lab, node)
+        delivered = [e for e in log if e["event"] == "deliver"]
+        assert [(e["origin"], e["seq"]) for e in delivered] == [("h1", s) for s in range(1, 21)]
+        assert log[0]["event"] == "state" and log[0]["state"] == "started"
+        assert log[-1]["event"] == "state" and log[-1]["state"] == "stopped"
+        first_send = {e["seq"]: e["t"] for e in sent}
+        latencies = [e["t"] - first_send[e["seq"]] for e in delivered]
+        assert all(0 < ns < 1e9 for ns in latencies), "one clock for all nodes: receive follows send"
+
+
+def test_large_messages_are_fragmented_and_reassembled(lab_factory, tmp_path):
+    lab = lab_factory(parse_topology_text("""
+nodes:
+  a: {role: probe, params: {rate: 20, count: 5, size: 5000, to: [b], start_delay: 1}}
+  b: {role: probe, params: {rate: 0}}
+links: [[a, b]]
+""", "frag.yaml"), workdir=str(tmp_path))
+    assert wait_for(lambda: sum(e["event"] == "deliver" for e in events(lab, "b")) == 5)
+    sent = [e for e in events(lab, "a") if e["event"] == "send"]
+    assert all(e["frags"] == 4 and e["bytes"] == 5000 for e in sent)
+    received = [e for e in events(lab, "b") if e["event"] == "receive"]
+    assert [e["bytes"] for e in received] == [5000] * 5
+
+
+def test_reliable_channel_delivers_everything_over_a_lossy_link(lab_factory, tmp_path):
+    lab = lab_factory(parse_topology_text("""
+nodes:
+  a: {role: probe, params: {rate: 50, count: 100, to: [b], reliable: true, start_delay: 1}}
+  b: {role: probe, params: {rate: 0}}
+links:
+  - endpoints: [a, b]
+    loss: 0.3
+""", "reliable.yaml"), workdir=str(tmp_path))
+    assert wait_for(lambda: sum(e["event"] == "deliver" for e in events(lab, "b")) == 100, timeout=30)
+    delivered = [e["seq"] for e in events(lab, "b") if e["event"] == "deliver"]
+    assert sorted(delivered) == list(range(1, 101)), "each message delivered once"
+    retransmits = [e for e in events(lab, "a") if e["event"] == "retransmit"]
+    assert retransmits, "30% loss each way needs retransmissions"
+
+
+def test_an_agent_can_be_stopped_and_started_afresh(lab_factory, tmp_path):
+    lab = lab_factory(parse_topology_text("""
+nodes:
+  a: {role: probe, params: {rate: 0}}
+  b: {role: probe, params: {rate: 0}, runtime: process}
+links: [[a, b]]
+""", "restart.yaml"), workdir=str(tmp_path))
+    for node in ("a", "b"):
+        assert wait_for(lambda: [e.get("state") for e in events(lab, node)] == ["started"])
+        first = lab.agent_pid(node)
+        assert lab.stop_agents([node]) == {node: True}
+        assert lab.agent_pid(node) is None
+        lab.start_agent(node)
+        assert wait_for(lambda: lab.agent_pid(node) not in (None, first))
+        assert wait_for(lambda: [e.get("state") for e in events(lab, node)].count("started") == 2), \
+            (node, first, lab.agent_pid(node), events(lab, node))
