@@ -103,3 +103,30 @@ links: [[a, b]]
         assert wait_for(lambda: lab.agent_pid(node) not in (None, first))
         assert wait_for(lambda: [e.get("state") for e in events(lab, node)].count("started") == 2), \
             (node, first, lab.agent_pid(node), events(lab, node))
+
+
+def test_wireshark_dissector_decodes_a_real_capture(lab_factory, tmp_path):
+    import subprocess
+
+    from .conftest import ROOT
+
+    lab = lab_factory(parse_topology_text("""
+nodes:
+  a: {role: probe, params: {rate: 20, count: 10, size: 2000, to: [b], start_delay: 1.5}}
+  b: {role: probe, params: {rate: 0}}
+links: [[a, b]]
+""", "wireshark.yaml"), workdir=str(tmp_path))
+    pcap = tmp_path / "b.pcap"
+    capture = lab.hosts["b"].popen(["tcpdump", "-i", "eth0", "-w", str(pcap), "-U", "--immediate-mode", "udp port 7777"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert wait_for(lambda: sum(e["event"] == "deliver" for e in events(lab, "b")) == 10)
+    capture.terminate()
+    capture.wait()
+    lua = os.path.join(ROOT, "collect", "wireshark", "testbed.lua")
+    res = subprocess.run(["tshark", "-X", f"lua_script:{lua}", "-r", str(pcap), "-T", "fields", "-e", "testbed.type",
+                          "-e", "testbed.origin", "-e", "testbed.sequence", "-e", "testbed.frag_index",
+                          "-e", "testbed.frag_count"], capture_output=True, text=True, check=True)
+    rows = [tuple(map(int, line.split("\t"))) for line in res.stdout.split("\n") if line.strip()]
+    sent = [e["seq"] for e in events(lab, "a") if e["event"] == "send"]
+    expected = [(2, 1, seq, frag, 2) for seq in sent for frag in range(2)]
+    assert sorted(rows) == sorted(expected)
