@@ -109,15 +109,16 @@ class Lab:
 
     # -- build ------------------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Build the whole network; on any failure, remove what was built and re-raise."""
+    def start(self, before_launch: Optional[Callable[["Lab"], None]] = None) -> None:
+        """Build the whole network; on any failure, remove what was built and re-raise.
+        `before_launch` runs once the network is configured, before any agent starts."""
         if not self.runtimes:
             self.check()
         # Every shell Mininet starts inherits TESTBED_LAB, so that `testbed clean` finds it.
         previous = os.environ.get(ENV_LAB)
         os.environ[ENV_LAB] = self.name
         try:
-            self._start()
+            self._start(before_launch)
         except BaseException:
             self.stop()
             raise
@@ -132,7 +133,7 @@ class Lab:
         self.timings[phase] = round(now - started_at, 3)
         return now
 
-    def _start(self) -> None:
+    def _start(self, before_launch: Optional[Callable[["Lab"], None]]) -> None:
         from mininet.log import setLogLevel
         from mininet.net import Mininet
         from mininet.nodelib import LinuxBridge
@@ -203,6 +204,8 @@ class Lab:
         for index, link in enumerate(self.topo.links):
             self.set_link(index, link.forward, link.backward)
         t = self._timed("shaping", t)
+        if before_launch is not None:
+            before_launch(self)
         agents = sum(has_agent(self.topo, name) for name in self.topo.nodes)
         if agents:
             self.progress(f"starting {agents} agent(s)")

@@ -277,25 +277,50 @@ def _node(r: _Reader, name: str, fields: Dict[str, Any], defaults: Dict[str, Any
     return node
 
 
-def _props(r: _Reader, fields: Dict[str, Any], path: Path, base: LinkProps) -> LinkProps:
+_IMPAIRMENT_FIELDS = {
+    "delay": ("delay_ms", parse_time_ms, TIME_ALLOWED),
+    "jitter": ("jitter_ms", parse_time_ms, TIME_ALLOWED),
+    "bandwidth": ("bandwidth_mbit", parse_rate_mbit, RATE_ALLOWED),
+    "loss": ("loss", parse_fraction, FRACTION_ALLOWED),
+    "corruption": ("corruption", parse_fraction, FRACTION_ALLOWED),
+    "duplication": ("duplication", parse_fraction, FRACTION_ALLOWED),
+    "reordering": ("reordering", parse_fraction, FRACTION_ALLOWED),
+}
+
+
+class ImpairmentError(ValueError):
+    def __init__(self, key: str, message: str, allowed: str) -> None:
+        super().__init__(message)
+        self.key, self.message, self.allowed = key, message, allowed
+
+
+def apply_impairments(base: LinkProps, fields: Dict[str, Any]) -> LinkProps:
+    """`base` with the impairments of a YAML mapping (delay: 20ms, loss: 10%, ...) applied.
+    A bandwidth of null removes the limit. Raises ImpairmentError naming the bad key."""
     changes: Dict[str, Any] = {}
-    if "delay" in fields:
-        changes["delay_ms"] = r.quantity(fields["delay"], path + ("delay",), parse_time_ms, TIME_ALLOWED)
-    if "jitter" in fields:
-        changes["jitter_ms"] = r.quantity(fields["jitter"], path + ("jitter",), parse_time_ms, TIME_ALLOWED)
-    if "bandwidth" in fields:
-        changes["bandwidth_mbit"] = None if fields["bandwidth"] is None else \
-            r.quantity(fields["bandwidth"], path + ("bandwidth",), parse_rate_mbit, RATE_ALLOWED)
-    for key in ("loss", "corruption", "duplication", "reordering"):
-        if key in fields:
-            changes[key] = r.quantity(fields[key], path + (key,), parse_fraction, FRACTION_ALLOWED)
+    for key, value in fields.items():
+        attr, parse, allowed = _IMPAIRMENT_FIELDS[key]
+        if key == "bandwidth" and value is None:
+            changes[attr] = None
+            continue
+        try:
+            changes[attr] = parse(value)
+        except ValueError as exc:
+            raise ImpairmentError(key, str(exc), allowed) from None
     props = base.merged(**changes)
     if props.reordering > 0 and props.delay_ms <= 0:
-        raise r.fail(path + ("reordering",), "reordering needs a delay to reorder against",
-                     "set delay above 0 on the same link")
+        raise ImpairmentError("reordering", "reordering needs a delay to reorder against",
+                              "set delay above 0 on the same link")
     if props.jitter_ms > 0 and props.delay_ms <= 0:
-        raise r.fail(path + ("jitter",), "jitter varies a delay and needs one", "set delay above 0 on the same link")
+        raise ImpairmentError("jitter", "jitter varies a delay and needs one", "set delay above 0 on the same link")
     return props
+
+
+def _props(r: _Reader, fields: Dict[str, Any], path: Path, base: LinkProps) -> LinkProps:
+    try:
+        return apply_impairments(base, fields)
+    except ImpairmentError as exc:
+        raise r.fail(path + (exc.key,), exc.message, exc.allowed) from None
 
 
 def _endpoint(r: _Reader, raw: Any, path: Path, nodes: Dict[str, Node], switches: Dict[str, Switch]) -> Endpoint:

@@ -7,7 +7,8 @@ kinds, so that adding a protocol adds a module and a line, not a branch in the o
 
 from __future__ import annotations
 
-from typing import Dict, List
+import importlib
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 #: role name → module path, imported only when a node runs the role
 _ROLES: Dict[str, str] = {
@@ -25,3 +26,34 @@ def role_names() -> List[str]:
 
 def role_module(name: str) -> str:
     return _ROLES[name]
+
+
+#: a node's place in a generated structure (testbed/generators.py); every role may be given them
+STRUCTURE_PARAMS = frozenset({"infrastructure", "parent", "next"})
+
+
+def check_params(role: str, params: Dict[str, Any]) -> Optional[Tuple[str, str, str]]:
+    """(parameter, problem, what is allowed) for the first bad parameter, or None.
+
+    A role module declares PARAMS: name → (check, allowed text); roles without PARAMS accept any.
+    """
+    spec: Dict[str, Tuple[Callable[[Any], bool], str]] = getattr(importlib.import_module(_ROLES[role]), "PARAMS", None)
+    if spec is None:
+        return None
+    for name, value in params.items():
+        if name in STRUCTURE_PARAMS and name not in spec:
+            continue
+        if name not in spec:
+            return name, f"unknown parameter {name!r} of role {role}", ", ".join(sorted(spec))
+        check, allowed = spec[name]
+        if not check(value):
+            return name, f"{value!r} is not allowed", allowed
+    return None
+
+
+def number_at_least(low: float) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= low
+
+
+def whole_at_least(low: int) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low

@@ -18,8 +18,18 @@ import time
 
 from ..runtime import Role
 from ..wire import Header, MessageType
+from . import number_at_least, whole_at_least
 
 NAME = "probe"
+PARAMS = {
+    "rate": (number_at_least(0), "messages per second, a number of at least 0"),
+    "size": (whole_at_least(0), "body bytes, a whole number of at least 0"),
+    "to": (lambda v: v in ("broadcast", "all") or (isinstance(v, list) and all(isinstance(n, str) for n in v)),
+           "broadcast, all, or a list of node names"),
+    "count": (whole_at_least(1), "a whole number of at least 1"),
+    "reliable": (lambda v: isinstance(v, bool), "true or false"),
+    "start_delay": (number_at_least(0), "seconds, a number of at least 0"),
+}
 
 
 class ProbeRole(Role):

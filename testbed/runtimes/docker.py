@@ -78,6 +78,13 @@ class DockerRuntime(Runtime):
     def check(self, nodes: List[Node]) -> None:
         import docker.errors
 
+        from ..images import AGENT_IMAGE, ensure_agent
+
+        if any(n.image == AGENT_IMAGE for n in nodes) and any(n.role not in NO_AGENT for n in nodes):
+            try:
+                ensure_agent(self.docker, lambda message: None)  # rebuilt only if agents/ changed
+            except docker.errors.ImageNotFound:
+                pass  # no base image: reported below as a missing image
         missing = []
         for image in sorted({node.image for node in nodes}):
             try:

@@ -1,0 +1,62 @@
+"""`testbed run SCENARIO`: run a scenario end to end into one run directory."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..errors import UsageError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run a scenario end to end into runs/<run-id>/")
+    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("--seed", type=int, help="override the scenario's seed")
+    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a scenario field, e.g. workload.defaults.params.rate=50 (repeatable)")
+    p.add_argument("--out", help="run directory (default runs/<run-id>); must not exist or be empty")
+    p.add_argument("--accept-unemulated", default="", metavar="LIST",
+                   help="comma-separated impairments to run without when the kernel cannot emulate them")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..run import Run
+    from ..scenario import load_scenario
+    from ..topology import IMPAIRMENT_KEYS
+
+    if args.seed is not None and args.seed < 0:
+        raise UsageError(f"--seed: {args.seed} is not allowed (a whole number, at least 0)")
+    accepted = tuple(a.strip() for a in args.accept_unemulated.split(",") if a.strip())
+    for item in accepted:
+        if item not in IMPAIRMENT_KEYS:
+            raise UsageError(f"--accept-unemulated: unknown impairment {item!r} (allowed: {', '.join(IMPAIRMENT_KEYS)})")
+    scenario = load_scenario(args.scenario, seed=args.seed, overrides=tuple(args.set))
+    execution = Run(scenario, out_dir=args.out, accept_unemulated=accepted, progress=not args.quiet)
+    manifest = execution.execute()
+    summarize(execution.dir, manifest)
+    status = manifest["status"]
+    if status == "interrupted":
+        return 130
+    return 0 if status == "completed" else 1
+
+
+def summarize(run_dir: str, manifest: dict) -> None:
+    rel = os.path.relpath(run_dir)
+    pcap_dir = os.path.join(run_dir, "pcap")
+    pcaps = sorted(f for f in os.listdir(pcap_dir) if f.endswith(".pcap")) if os.path.isdir(pcap_dir) else []
+    logs = manifest.get("log_events", {})
+    capture = manifest.get("capture", {})
+    captured = sum(v.get("captured", 0) for v in capture.values())
+    drops = sum(v.get("kernel_drops", 0) for v in capture.values())
+    print(f"run {manifest['run_id']}: {manifest['status']}" + (f" ({manifest['error']})" if manifest.get("error") else ""))
+    print(f"  run directory: {rel}/")
+    print(f"    manifest.json  scenario, topology, seed {manifest['seed']}, versions, timeline as executed")
+    print(f"    pcap/          {len(pcaps)} captures, {captured} packets, {drops} dropped by the kernel")
+    print(f"    logs/          {len(logs)} event logs, {sum(logs.values())} events")
+    timeline = manifest.get("timeline", [])
+    failed = [a for a in timeline if not a.get("ok", True)]
+    print(f"  timeline: {len(timeline)} actions executed" + (f", {len(failed)} failed" if failed else ""))
+    for problem in manifest.get("problems", []):
+        print(f"  problem: {problem}", file=sys.stderr)

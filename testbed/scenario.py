@@ -1,0 +1,420 @@
+"""Scenario files: a topology, a workload, capture settings, a seed and a timeline of faults.
+
+The three pieces are independent, as Jepsen's generator, nemesis and checker are: the workload
+says what the agents do (roles and parameters per node, kind or by default), the timeline says
+what faults happen when (at fixed times, or `every` interval with random choices drawn from the
+seed), and the analysis checks the history afterwards. The same scenario with the same seed
+gives the same workload and the same fault schedule: `Scenario.schedule` is fully expanded at
+load time.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from .errors import ValidationError
+from .model import Topology
+from .topology import IMPAIRMENT_KEYS, NAME_ALLOWED, NAME_RE, _props, _Reader, parse_topology
+from .units import TIME_ALLOWED, parse_time_ms
+from .yamlio import Located, Path, load_file, load_text
+
+TOP_KEYS = ("name", "description", "topology", "seed", "duration", "warmup", "quiet", "workload", "capture",
+            "timeline")
+WORKLOAD_KEYS = ("defaults", "kinds", "nodes")
+WORKLOAD_NODE_KEYS = ("role", "params")
+CAPTURE_KEYS = ("enabled", "snaplen", "buffer_mib")
+ACTIONS = ("kill", "stop", "start", "pause", "resume", "link_down", "link_up", "set_link", "partition", "heal",
+           "exec")
+NODE_ACTIONS = ("kill", "stop", "start", "pause", "resume", "exec")
+LINK_ACTIONS = ("link_down", "link_up", "set_link")
+#: what undoes an action when it is given `for: DURATION`
+INVERSE = {"stop": "start", "pause": "resume", "link_down": "link_up", "set_link": "set_link", "partition": "heal"}
+ACTION_KEYS = {
+    "common": ("at", "every", "start", "until", "action", "for"),
+    "node": ("node", "nodes", "pick"),
+    "link": ("link", "direction"),
+    "exec": ("command",),
+    "partition": ("groups",),
+}
+DIRECTIONS = ("both", "a_to_b", "b_to_a")
+MIN_QUIET_MS = 1500  # captures deliver buffered packets within a second; keep the tail
+
+
+@dataclass
+class Action:
+    """One executed-or-planned fault, at a time relative to the end of the warm-up."""
+
+    at_ms: float
+    action: str
+    node: Optional[str] = None
+    link: Optional[Tuple[str, str]] = None
+    direction: str = "both"
+    impairments: Dict[str, Any] = field(default_factory=dict)
+    groups: Optional[List[List[str]]] = None
+    command: Optional[str] = None
+    source: str = ""  # which timeline entry produced it, e.g. "timeline[2]"
+
+    def describe(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"at_s": round(self.at_ms / 1000, 3), "action": self.action}
+        if self.node:
+            out["node"] = self.node
+        if self.link:
+            out["link"] = list(self.link)
+            if self.direction != "both":
+                out["direction"] = self.direction
+        if self.impairments:
+            out["impairments"] = dict(self.impairments)
+        if self.groups is not None:
+            out["groups"] = self.groups
+        if self.command is not None:
+            out["command"] = self.command
+        out["from"] = self.source
+        return out
+
+
+@dataclass
+class Scenario:
+    name: str
+    source: str
+    topology: Topology
+    topology_source: str
+    seed: int
+    duration_ms: float
+    warmup_ms: float
+    quiet_ms: float
+    capture: Dict[str, Any]
+    schedule: List[Action]
+    description: str = ""
+    raw: Dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "name": self.name, "description": self.description, "source": self.source,
+            "topology": self.topology_source, "seed": self.seed,
+            "duration_s": self.duration_ms / 1000, "warmup_s": self.warmup_ms / 1000, "quiet_s": self.quiet_ms / 1000,
+            "capture": dict(self.capture), "workload": self.raw.get("workload") or {},
+            "timeline": self.raw.get("timeline") or [],
+            "schedule": [a.describe() for a in self.schedule],
+        }
+
+
+def load_scenario(path: str, seed: Optional[int] = None, overrides: Tuple[str, ...] = ()) -> Scenario:
+    doc = load_file(path)
+    apply_overrides(doc, overrides)
+    return parse_scenario(doc, seed)
+
+
+def parse_scenario_text(text: str, file: str = "<text>", seed: Optional[int] = None) -> Scenario:
+    return parse_scenario(load_text(text, file), seed)
+
+
+def apply_overrides(doc: Located, overrides: Tuple[str, ...]) -> None:
+    """`--set path.to.param=value`: the value is parsed as YAML (numbers, booleans, lists)."""
+    import yaml
+
+    for item in overrides:
+        if "=" not in item:
+            raise ValidationError("--set", item, "expected PATH=VALUE", "such as workload.defaults.params.rate=50")
+        path, _, text = item.partition("=")
+        keys = [k for k in path.split(".") if k]
+        if not keys:
+            raise ValidationError("--set", item, "empty path", "such as seed=3")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = text
+        target = doc.data
+        if not isinstance(target, dict):
+            return
+        for key in keys[:-1]:
+            target = target.setdefault(key, {})
+            if not isinstance(target, dict):
+                raise ValidationError("--set", item, f"'{key}' is not a mapping in {doc.file}")
+        target[keys[-1]] = value
+
+
+def parse_scenario(doc: Located, seed_override: Optional[int] = None) -> Scenario:
+    r = _Reader(doc)
+    top = r.mapping(doc.data, (), TOP_KEYS)
+    name = r.string(top["name"], ("name",), NAME_RE, NAME_ALLOWED) if "name" in top else \
+        re.sub(r"\.ya?ml$", "", os.path.basename(doc.file))
+    description = top.get("description", "")
+    if not isinstance(description, str):
+        raise r.fail(("description",), "expected a string")
+
+    if "topology" not in top:
+        raise r.fail(("topology",), "missing field 'topology'", "a topology file path or an inline topology mapping")
+    topo_value = top["topology"]
+    if isinstance(topo_value, str):
+        topo_path = topo_value if os.path.isabs(topo_value) else \
+            os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(doc.file)), topo_value))
+        if not os.path.isfile(topo_path):
+            raise r.fail(("topology",), f"no topology file {topo_value!r} (looked for {topo_path})",
+                         "a path relative to the scenario file")
+        topo_doc = load_file(topo_path)
+        topology_source = topo_path
+    elif isinstance(topo_value, dict):
+        topo_doc = Located(topo_value, {k[1:]: v for k, v in doc.lines.items() if k[:1] == ("topology",)}, doc.file)
+        topology_source = f"{doc.file} (inline)"
+    else:
+        raise r.fail(("topology",), "expected a file path or a mapping", "a topology file path or an inline mapping")
+
+    seed = top.get("seed", 0) if seed_override is None else seed_override
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise r.fail(("seed",), f"{seed!r} is not allowed", "a whole number, at least 0")
+    duration = r.quantity(top.get("duration", "10s"), ("duration",), parse_time_ms, TIME_ALLOWED)
+    if duration <= 0:
+        raise r.fail(("duration",), "the duration must be above 0", TIME_ALLOWED)
+    warmup = r.quantity(top.get("warmup", "1s"), ("warmup",), parse_time_ms, TIME_ALLOWED)
+    quiet = r.quantity(top.get("quiet", "2s"), ("quiet",), parse_time_ms, TIME_ALLOWED)
+    if quiet < MIN_QUIET_MS:
+        raise r.fail(("quiet",), f"{quiet:g} ms is too short to tell lost from late and to flush captures",
+                     f"at least {MIN_QUIET_MS / 1000:g}s")
+
+    capture_raw = r.mapping(top.get("capture"), ("capture",), CAPTURE_KEYS)
+    capture = {"enabled": True, "snaplen": 256, "buffer_mib": 8}
+    if "enabled" in capture_raw:
+        capture["enabled"] = r.boolean(capture_raw["enabled"], ("capture", "enabled"))
+    for key, low, high in (("snaplen", 96, 262144), ("buffer_mib", 1, 1024)):
+        if key in capture_raw:
+            value = capture_raw[key]
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                raise r.fail(("capture", key), f"{value!r} is not allowed", f"a whole number from {low} to {high}")
+            capture[key] = value
+
+    workload = r.mapping(top.get("workload"), ("workload",), WORKLOAD_KEYS)
+    try:
+        topology = parse_topology(topo_doc)
+    except ValidationError as exc:
+        if topology_source.endswith("(inline)") and exc.field:
+            exc.field = "topology." + exc.field
+            exc.args = (str(exc),)
+        raise
+    _apply_workload(r, topology, workload)
+    _check_role_params(r, topology)
+
+    timeline = top.get("timeline") or []
+    if not isinstance(timeline, list):
+        raise r.fail(("timeline",), "expected a list of actions")
+    schedule = _expand_timeline(r, timeline, topology, duration, seed)
+    return Scenario(name=name, source=doc.file, topology=topology, topology_source=topology_source, seed=seed,
+                    duration_ms=duration, warmup_ms=warmup, quiet_ms=quiet, capture=capture, schedule=schedule,
+                    description=description.strip(), raw=dict(top))
+
+
+def _apply_workload(r: _Reader, topology: Topology, workload: Dict[str, Any]) -> None:
+    """Lay the workload over the resolved topology: for each node, the workload's defaults,
+    then its kind's entry, then its own entry set the role and add to the parameters."""
+    from agents.roles import role_names
+
+    defaults = r.mapping(workload.get("defaults"), ("workload", "defaults"), WORKLOAD_NODE_KEYS)
+    kinds = r.mapping(workload.get("kinds"), ("workload", "kinds"))
+    nodes = r.mapping(workload.get("nodes"), ("workload", "nodes"))
+    topo_kinds = {n.kind for n in topology.nodes.values() if n.kind}
+    for kind, fields in kinds.items():
+        r.mapping(fields, ("workload", "kinds", kind), WORKLOAD_NODE_KEYS)
+        if kind not in topo_kinds:
+            raise r.fail(("workload", "kinds", kind), f"no node of the topology has kind {kind!r}",
+                         ", ".join(sorted(topo_kinds)) or "the topology's nodes have no kinds")
+    for name, fields in nodes.items():
+        r.mapping(fields, ("workload", "nodes", name), WORKLOAD_NODE_KEYS)
+        _node_ref(r, name, ("workload", "nodes", name), topology)
+    layers = [(defaults, ("workload", "defaults"))]
+    for name, node in topology.nodes.items():
+        node_layers = list(layers)
+        if node.kind in kinds:
+            node_layers.append((kinds[node.kind], ("workload", "kinds", node.kind)))
+        if name in nodes:
+            node_layers.append((nodes[name], ("workload", "nodes", name)))
+        for fields, path in node_layers:
+            if "role" in fields:
+                node.role = r.choice(fields["role"], path + ("role",), role_names())
+            if "params" in fields:
+                node.params = {**node.params, **r.mapping(fields["params"], path + ("params",))}
+
+
+def _check_role_params(r: _Reader, topology: Topology) -> None:
+    from agents.roles import check_params
+
+    for name, node in topology.nodes.items():
+        problem = check_params(node.role, node.params)
+        if not problem:
+            continue
+        param, message, allowed = problem
+        # Point at the line that set the parameter: the node's workload, its kind's, the default.
+        candidates = [("workload", "nodes", name, "params", param)]
+        if node.kind:
+            candidates.append(("workload", "kinds", node.kind, "params", param))
+        candidates.append(("workload", "defaults", "params", param))
+        path = next((c for c in candidates if c in r.doc.lines), None)
+        if path is None:
+            raise r.fail(("topology",), f"node {name}: params.{param}: {message}", allowed)
+        raise r.fail(path, f"{message} (node {name})", allowed)
+    for name, node in topology.nodes.items():
+        to = node.params.get("to") if node.role == "probe" else None
+        if isinstance(to, list):
+            for peer in to:
+                if peer not in topology.nodes:
+                    raise r.fail(("workload",), f"node {name}: params.to names unknown node {peer!r}",
+                                 "names of nodes of the topology")
+
+
+def _node_ref(r: _Reader, value: Any, path: Path, topology: Topology) -> str:
+    if not isinstance(value, str) or value not in topology.nodes:
+        shown = ", ".join(list(topology.nodes)[:12]) + (", ..." if len(topology.nodes) > 12 else "")
+        raise r.fail(path, f"unknown node {value!r}", shown)
+    return value
+
+
+def _link_ref(r: _Reader, value: Any, path: Path, topology: Topology) -> Tuple[str, str]:
+    if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) for v in value):
+        raise r.fail(path, "expected the two ends of a link", "[NODE_OR_SWITCH, NODE_OR_SWITCH]")
+    for i, end in enumerate(value):
+        if end not in topology.nodes and end not in topology.switches:
+            raise r.fail(path + (i,), f"unknown node or switch {end!r}")
+    if not any({l.a.node, l.b.node} == set(value) for l in topology.links):
+        raise r.fail(path, f"there is no link between {value[0]!r} and {value[1]!r}", "the ends of a link of the topology")
+    return value[0], value[1]
+
+
+def _expand_timeline(r: _Reader, timeline: List[Any], topology: Topology, duration: float,
+                     seed: int) -> List[Action]:
+    rng = random.Random(f"timeline:{seed}")
+    actions: List[Action] = []
+    for index, raw in enumerate(timeline):
+        path: Path = ("timeline", index)
+        entry = r.mapping(raw, path)
+        kind = entry.get("action")
+        if kind not in ACTIONS:
+            raise r.fail(path + ("action",), f"unknown action {kind!r}" if kind is not None else "missing field 'action'",
+                         ", ".join(ACTIONS))
+        allowed = list(ACTION_KEYS["common"])
+        if kind in NODE_ACTIONS:
+            allowed += ACTION_KEYS["node"]
+        if kind in LINK_ACTIONS:
+            allowed += ACTION_KEYS["link"]
+        if kind == "set_link":
+            allowed += list(IMPAIRMENT_KEYS)
+        if kind == "exec":
+            allowed += ACTION_KEYS["exec"]
+        if kind == "partition":
+            allowed += ACTION_KEYS["partition"]
+        for key in entry:
+            if key not in allowed:
+                raise r.fail(path + (key,), f"unknown field '{key}' for action {kind}", ", ".join(allowed))
+
+        # when: `at`, or `every` (from `start`, until `until`)
+        if ("at" in entry) == ("every" in entry):
+            raise r.fail(path, "give exactly one of 'at' and 'every'", "at: TIME, or every: INTERVAL")
+        def when(key: str, default: Optional[float] = None) -> float:
+            if key not in entry:
+                return default
+            value = r.quantity(entry[key], path + (key,), parse_time_ms, TIME_ALLOWED)
+            if value > duration:
+                raise r.fail(path + (key,), f"{value / 1000:g}s is beyond the scenario's duration "
+                             f"({duration / 1000:g}s)", f"a time from 0 to {duration / 1000:g}s")
+            return value
+        if "every" in entry:
+            interval = r.quantity(entry["every"], path + ("every",), parse_time_ms, TIME_ALLOWED)
+            if interval <= 0:
+                raise r.fail(path + ("every",), "the interval must be above 0", TIME_ALLOWED)
+            start = when("start", interval)
+            until = when("until", duration)
+            times = []
+            t = start
+            while t <= until + 1e-9:
+                times.append(t)
+                t += interval
+        else:
+            times = [when("at")]
+        length = None
+        if "for" in entry:
+            if kind not in INVERSE:
+                raise r.fail(path + ("for",), f"action {kind} cannot be undone after a while",
+                             "for: with " + ", ".join(sorted(INVERSE)))
+            length = r.quantity(entry["for"], path + ("for",), parse_time_ms, TIME_ALLOWED)
+            if length <= 0:
+                raise r.fail(path + ("for",), "must be above 0", TIME_ALLOWED)
+
+        # what: nodes, links, groups
+        candidates: List[str] = []
+        pick = 1
+        if kind in NODE_ACTIONS:
+            if ("node" in entry) == ("nodes" in entry):
+                raise r.fail(path, f"action {kind} needs exactly one of 'node' and 'nodes'",
+                             "node: NAME, or nodes: [NAME, ...] with pick: N (random choice from the seed)")
+            if "node" in entry:
+                candidates = [_node_ref(r, entry["node"], path + ("node",), topology)]
+            else:
+                names = entry["nodes"]
+                if names == "all":
+                    names = list(topology.nodes)
+                if not isinstance(names, list) or not names:
+                    raise r.fail(path + ("nodes",), "expected a non-empty list of nodes, or all")
+                candidates = [_node_ref(r, n, path + ("nodes", i), topology) for i, n in enumerate(names)]
+                if len(set(candidates)) != len(candidates):
+                    raise r.fail(path + ("nodes",), "a node is named twice", "each node once")
+            pick = entry.get("pick", 1)
+            if not isinstance(pick, int) or isinstance(pick, bool) or not 1 <= pick <= len(candidates):
+                raise r.fail(path + ("pick",), f"{pick!r} is not allowed", f"a whole number from 1 to {len(candidates)}")
+        link = _link_ref(r, entry.get("link"), path + ("link",), topology) if kind in LINK_ACTIONS else None
+        direction = entry.get("direction", "both")
+        if kind in LINK_ACTIONS:
+            r.choice(direction, path + ("direction",), DIRECTIONS)
+        impairments: Dict[str, Any] = {}
+        if kind == "set_link":
+            impairments = {k: v for k, v in entry.items() if k in IMPAIRMENT_KEYS}
+            if not impairments:
+                raise r.fail(path, "set_link changes nothing", "one or more of " + ", ".join(IMPAIRMENT_KEYS))
+            _props(r, impairments, path, topology.links[0].forward)  # validates values and units
+        groups = None
+        if kind == "partition":
+            groups = _groups(r, entry.get("groups"), path + ("groups",), topology)
+        command = None
+        if kind == "exec":
+            command = entry.get("command")
+            if not isinstance(command, str) or not command.strip():
+                raise r.fail(path + ("command",), "expected a command line", "a non-empty string")
+
+        for t in times:
+            chosen = rng.sample(candidates, pick) if len(candidates) > pick else candidates
+            for node in chosen or [None]:
+                actions.append(Action(t, kind, node=node, link=link, direction=direction, impairments=impairments,
+                                      groups=groups, command=command, source=f"timeline[{index}]"))
+                if length is not None:
+                    undo = Action(min(t + length, duration), INVERSE[kind], node=node, link=link, direction=direction,
+                                  groups=None, source=f"timeline[{index}] for {length / 1000:g}s")
+                    if kind == "set_link":
+                        undo.impairments = {"restore": True}
+                    actions.append(undo)
+    actions.sort(key=lambda a: a.at_ms)  # stable: same-time actions keep the file's order
+    return actions
+
+
+def _groups(r: _Reader, value: Any, path: Path, topology: Topology) -> List[List[str]]:
+    if not isinstance(value, list) or len(value) < 1:
+        raise r.fail(path, "expected a list of groups of nodes", "[[NODE, ...], [NODE, ...]]")
+    seen: Dict[str, int] = {}
+    groups = []
+    for i, group in enumerate(value):
+        if not isinstance(group, list) or not group:
+            raise r.fail(path + (i,), "expected a non-empty list of nodes")
+        names = []
+        for j, node in enumerate(group):
+            name = _node_ref(r, node, path + (i, j), topology)
+            if name in seen:
+                raise r.fail(path + (i, j), f"node {name!r} is already in group {seen[name] + 1}",
+                             "each node in one group")
+            seen[name] = i
+            names.append(name)
+        groups.append(names)
+    rest = [n for n in topology.nodes if n not in seen]
+    if rest:
+        groups.append(rest)  # the nodes not named form one more group
+    if len(groups) < 2:
+        raise r.fail(path, "a partition needs at least two groups", "two or more groups of nodes")
+    return groups
