@@ -8,7 +8,10 @@ reliable links, and writes the event log: JSON lines of send, receive, deliver, 
 reason), retransmit and state events, each stamped with CLOCK_REALTIME in nanoseconds, the
 clock that every node on the machine shares and that packet captures use.
 
-SIGTERM stops the role and the agent within two seconds, with the log flushed.
+SIGUSR1 ends the workload: the role's main loop stops (no new messages), while the agent keeps
+receiving, acknowledging and retransmitting, so that the quiet period at the end of a run can
+tell lost messages from late ones. SIGTERM stops the role and the agent within two seconds,
+with the log flushed.
 """
 
 from __future__ import annotations
@@ -266,8 +269,15 @@ class Agent:
         module = importlib.import_module(role_module(self.config.role))
         self.role = module.ROLE(self, self.config.params)
         self.log.write("state", state="started", role=self.config.role, pid=os.getpid(), node_id=self.id)
-        tasks = [asyncio.ensure_future(self.role.run()), asyncio.ensure_future(self._retransmit_loop()),
-                 asyncio.ensure_future(self._housekeeping())]
+        workload = asyncio.ensure_future(self.role.run())
+
+        def quiesce() -> None:
+            if not workload.done():
+                workload.cancel()
+            self.log.write("state", state="quiesced")
+
+        loop.add_signal_handler(signal.SIGUSR1, quiesce)
+        tasks = [workload, asyncio.ensure_future(self._retransmit_loop()), asyncio.ensure_future(self._housekeeping())]
         await stop.wait()
         self.role.stop()
         for task in tasks:

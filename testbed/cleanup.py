@@ -22,7 +22,7 @@ from typing import Dict, List, Optional
 from . import ENV_LAB, LABEL_LAB
 
 STATE_DIR = os.environ.get("TESTBED_STATE_DIR", "/run/testbed/labs")
-LINK_RE = re.compile(r"^tb([0-9a-z]{4})s\d+(p\d+)?$")
+LINK_RE = re.compile(r"^tb([0-9a-z]{4})[sc]\d+(p\d+)?$")
 TABLE_RE = re.compile(r"^table (\w+) (testbed_([0-9a-z]{4})(_dup)?)$")
 IPTABLES_RULE = ["FORWARD", "-i", "tb+", "-m", "comment", "--comment", "testbed", "-j", "ACCEPT"]
 

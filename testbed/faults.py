@@ -3,7 +3,8 @@
 Link faults are kept as state and the shaping of a link direction is rebuilt from the merged set
 of active faults each time one changes (set_link overrides on top of the topology's values, and
 a link that is down drops everything), so faults stack and every value can return to where it
-was. Partitions drop, at each node's ingress, what comes from nodes of other groups; the
+was. Partitions drop, in the bridge port that transmits to each node, what comes from nodes of
+other groups (a node forwarding between subnets is partitioned like any other); the
 testbed's own control traffic does not cross node interfaces, so it is never affected.
 """
 
@@ -20,7 +21,6 @@ from .network import Lab
 from .scenario import Action
 from .topology import apply_impairments
 
-PARTITION_TABLE = "testbed_partition"
 
 
 class Nemesis:
@@ -30,7 +30,7 @@ class Nemesis:
         self.down: Set[Tuple[int, int]] = set()
         self.paused: Set[str] = set()
         self.killed: Set[str] = set()
-        self.partitioned: Set[str] = set()
+        self.partitioned = False
 
     # -- entry point ----------------------------------------------------------------------------
 
@@ -183,35 +183,35 @@ class Nemesis:
     # -- partitions -----------------------------------------------------------------------------
 
     def _partition(self, action: Action) -> Dict[str, Any]:
-        if self.partitioned:
-            self._heal(None)
+        """In the lab's bridge table, on the way to each node: drop IPv4 and ARP from nodes of
+        other groups. Dropped there, nothing crosses the partition onto a receiver's wire."""
         addresses: Dict[str, List[str]] = {
             name: [str(e.address.ip) for e in self.lab.topo.interfaces(name) if e.address] for name in self.lab.topo.nodes
         }
+        table = self.lab.names.nft_table
+        lines = [f"flush chain bridge {table} partition"]
         for group in action.groups:
             others = [a for g in action.groups if g is not group for n in g for a in addresses[n]]
             if not others:
                 continue
             elements = ", ".join(others)
-            rules = (f"table inet {PARTITION_TABLE} {{\n"
-                     f"  set others {{ type ipv4_addr; elements = {{ {elements} }}; }}\n"
-                     f"  chain ingress {{ type filter hook prerouting priority -300; policy accept; "
-                     f"ip saddr @others drop; }}\n}}\n")
             for node in group:
-                if node in self.killed:
-                    continue
-                self._nft(node, rules)
-                self.partitioned.add(node)
+                for end in self.lab.topo.interfaces(node):
+                    port = self.lab.receiver_ports.get((node, end.interface))
+                    if port is None:
+                        continue
+                    lines.append(f'add rule bridge {table} partition oifname "{port}" ip saddr {{ {elements} }} drop')
+                    lines.append(f'add rule bridge {table} partition oifname "{port}" arp saddr ip {{ {elements} }} drop')
+        self._nft("\n".join(lines) + "\n")
+        self.partitioned = True
         return {"groups": action.groups}
 
     def _heal(self, action: Optional[Action]) -> None:
-        for node in sorted(self.partitioned):
-            self._nft(node, f"delete table inet {PARTITION_TABLE}\n", check=False)
-        self.partitioned.clear()
+        self._nft(f"flush chain bridge {self.lab.names.nft_table} partition\n")
+        self.partitioned = False
 
-    def _nft(self, node: str, script: str, check: bool = True) -> None:
-        pid = self.lab.hosts[node].pid
-        res = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", "--", "nft", "-f", "-"], input=script,
-                             capture_output=True, text=True)
-        if check and res.returncode != 0:
-            raise TestbedError(f"partition on {node}: {res.stderr.strip()}")
+    @staticmethod
+    def _nft(script: str) -> None:
+        res = subprocess.run(["nft", "-f", "-"], input=script, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise TestbedError(f"partition: {res.stderr.strip()}")

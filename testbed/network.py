@@ -25,7 +25,7 @@ from .errors import CapabilityError, TestbedError
 from .model import Link, LinkProps, Node, Topology
 from .runtimes import runtime_class
 from .runtimes.base import LabNames, Runtime, Started
-from .shaping import Port, Shaper, check_topology, choose, emulated_part
+from .shaping import Direction, Port, Shaper, check_topology, choose, emulated_part
 
 Progress = Callable[[str], None]
 
@@ -71,7 +71,10 @@ class Lab:
         self.net = None
         self.hosts: Dict[str, object] = {}
         self.bridges: Dict[str, str] = {}  # switch name → bridge device
-        self.ports: Dict[Tuple[int, int], Port] = {}  # (link index, end 0/1) → shaped egress
+        # (link index, 0 for a→b or 1 for b→a) → where that direction is shaped
+        self.directions: Dict[Tuple[int, int], Direction] = {}
+        # (node, interface) → the bridge port that transmits to that interface (partitions drop there)
+        self.receiver_ports: Dict[Tuple[str, str], str] = {}
         self.link_props: Dict[Tuple[int, int], LinkProps] = {}
         self.timings: Dict[str, float] = {}
 
@@ -165,34 +168,65 @@ class Lab:
                 net.addSwitch(device, cls=OVSSwitch, failMode="standalone", stp=switch.stp)
             else:
                 net.addSwitch(device, cls=LinuxBridge, stp=switch.stp)
-        # Every veth pair in one `ip -batch`, each end created directly in its namespace; Mininet
-        # then only records the interfaces (see _PrebuiltLink). One shell round trip per link
-        # was most of the build time.
+        # Every cable passes through a bridge port in the machine's namespace, where loss and
+        # partitions are applied (see shaping): a node-to-node cable gets an internal two-port
+        # bridge. Every veth pair is created in one `ip -batch`, each end directly in its
+        # namespace; Mininet then only records the interfaces (see _PrebuiltLink).
         port_count: Dict[str, int] = {}
         batch: List[str] = []
+        mn_nodes: Dict[str, object] = {}
+
+        def new_port(bridge: str) -> str:
+            port_count[bridge] = port_count.get(bridge, 0) + 1
+            return f"{bridge}p{port_count[bridge]}"
+
+        def end_of(name: str, interface: Optional[str]) -> Tuple[str, Optional[int], object]:
+            if name in self.bridges:
+                return new_port(self.bridges[name]), None, net.get(self.bridges[name])
+            return interface, self.hosts[name].pid, self.hosts[name]
+
+        def veth(one: Tuple[str, Optional[int], object], two: Tuple[str, Optional[int], object]) -> None:
+            specs = [f"name {dev}" + (f" netns {pid}" if pid else "") for dev, pid, _ in (one, two)]
+            batch.append(f"link add {specs[0]} type veth peer {specs[1]}")
+            batch.extend(f"link set dev {dev} up" for dev, pid, _ in (one, two) if pid is None)
+            net.addLink(one[2], two[2], cls=_PrebuiltLink, intfName1=one[0], intfName2=two[0],
+                        params1={"up": None}, params2={"up": None})
+
         for index, link in enumerate(self.topo.links):
-            names = []
-            for end in (link.a, link.b):
-                if end.node in self.bridges:
-                    device = self.bridges[end.node]
-                    port_count[device] = port_count.get(device, 0) + 1
-                    names.append(f"{device}p{port_count[device]}")
+            a = end_of(link.a.node, link.a.interface)
+            b = end_of(link.b.node, link.b.interface)
+            if a[1] is not None and b[1] is not None:  # node to node: through an internal bridge
+                bridge = self.names.internal_bridge(index)
+                switch = net.addSwitch(bridge, cls=LinuxBridge)
+                a_port, b_port = (new_port(bridge), None, switch), (new_port(bridge), None, switch)
+                veth(a, a_port)
+                veth(b_port, b)
+                a_recv, b_recv = a_port[0], b_port[0]  # the bridge ports that transmit to a and to b
+            else:
+                veth(a, b)
+                a_recv = b[0] if b[1] is None else None
+                b_recv = a[0] if a[1] is None else None
+                a_port = b_port = None
+            for end, receiver in ((link.a, a_recv), (link.b, b_recv)):
+                if end.node in self.topo.nodes:
+                    self.receiver_ports[(end.node, end.interface)] = receiver
+            # a→b: frames are sent by a's end; they are matched where they enter a bridge port, or,
+            # when b's end is the node, where they leave the bridge towards it.
+            for side, (src, dst, src_bridge_port, dst_bridge_port) in enumerate(
+                    ((a, b, a_port, b_port), (b, a, b_port, a_port))):
+                if src_bridge_port is not None:
+                    match = f'iifname "{src_bridge_port[0]}"'
+                elif dst[1] is None:
+                    match = f'iifname "{dst[0]}"'
                 else:
-                    names.append(end.interface)
-            ends = []
-            for end, device in zip((link.a, link.b), names):
-                pid = None if end.node in self.bridges else self.hosts[end.node].pid
-                ends.append(f"name {device}" + (f" netns {pid}" if pid else ""))
-                self.ports[(index, len(ends) - 1)] = Port(device=device, netns_pid=pid,
-                                                          table=self.names.nft_table if pid is None else "testbed")
-            batch.append(f"link add {ends[0]} type veth peer {ends[1]}")
-            batch += [f"link set dev {device} up" for end, device in zip((link.a, link.b), names)
-                      if end.node in self.bridges]
-            net.addLink(self._mn_node(link.a.node), self._mn_node(link.b.node), cls=_PrebuiltLink,
-                        intfName1=names[0], intfName2=names[1], params1={"up": None}, params2={"up": None})
+                    match = f'oifname "{src[0]}"'
+                self.directions[(index, side)] = Direction(
+                    egress=Port(device=src[0], netns_pid=src[1], table="testbed" if src[1] else self.names.nft_table),
+                    match=match, chain=f"d{index}_{side}")
         res = subprocess.run(["ip", "-batch", "-"], input="\n".join(batch) + "\n", capture_output=True, text=True)
         if res.returncode != 0:
             raise TestbedError(f"creating the links failed: {res.stderr.strip()}")
+        self.shaper.setup(self.names.nft_table)
         net.build()
         t = self._timed("links", t)
         net.start()
@@ -261,7 +295,7 @@ class Lab:
             effective = emulated_part(props, self.shaper)
             # Nothing was ever applied to a fresh link: skip the no-op instead of spawning tools.
             if self.link_props.get((index, side), LinkProps()) != effective:
-                self.shaper.apply(self.ports[(index, side)], self.ports[(index, 1 - side)], effective)
+                self.shaper.apply(self.directions[(index, side)], effective)
             self.link_props[(index, side)] = effective
 
     def exec(self, node: str, command: str, timeout: Optional[float] = 600) -> str:
@@ -279,6 +313,19 @@ class Lab:
         if started is None or not has_agent(self.topo, node):
             return None
         return self.runtimes[self.topo.nodes[node].runtime].agent_pid(started)
+
+    def signal_agents(self, signum: int) -> List[str]:
+        """Send a signal to every running agent; returns the nodes signalled."""
+        signalled = []
+        for node in self.topo.nodes:
+            pid = self.agent_pid(node)
+            if pid:
+                try:
+                    os.kill(pid, signum)
+                    signalled.append(node)
+                except ProcessLookupError:
+                    pass
+        return signalled
 
     def stop_agents(self, nodes: Optional[Iterable[str]] = None, timeout_s: float = 3.0) -> Dict[str, bool]:
         """SIGTERM the agents and wait for them to flush their logs and exit; True per node that

@@ -199,6 +199,9 @@ class Run:
         remaining = t0 + scenario.duration_ms / 1000 - time.monotonic()
         if remaining > 0:
             time.sleep(remaining)
+        # The workload ends; agents keep receiving and retransmitting through the quiet period.
+        self.manifest["workload_end_ns"] = time.time_ns()
+        self.lab.signal_agents(signal.SIGUSR1)
         self.progress.set("heal all, quiet period")
         healed = self.nemesis.heal_all()
         self.executed.append({"action": "heal_all", "planned_s": scenario.duration_ms / 1000,

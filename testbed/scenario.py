@@ -168,7 +168,7 @@ def parse_scenario(doc: Located, seed_override: Optional[int] = None) -> Scenari
         raise r.fail(("seed",), f"{seed!r} is not allowed", "a whole number, at least 0")
     duration = r.quantity(top.get("duration", "10s"), ("duration",), parse_time_ms, TIME_ALLOWED)
     if duration <= 0:
-        raise r.fail(("duration",), "the duration must be above 0", TIME_ALLOWED)
+        raise r.fail(("duration",), "the duration must be above 0", "a duration above 0 such as 30s")
     warmup = r.quantity(top.get("warmup", "1s"), ("warmup",), parse_time_ms, TIME_ALLOWED)
     quiet = r.quantity(top.get("quiet", "2s"), ("quiet",), parse_time_ms, TIME_ALLOWED)
     if quiet < MIN_QUIET_MS:
@@ -321,7 +321,7 @@ def _expand_timeline(r: _Reader, timeline: List[Any], topology: Topology, durati
         if "every" in entry:
             interval = r.quantity(entry["every"], path + ("every",), parse_time_ms, TIME_ALLOWED)
             if interval <= 0:
-                raise r.fail(path + ("every",), "the interval must be above 0", TIME_ALLOWED)
+                raise r.fail(path + ("every",), "the interval must be above 0", "a duration above 0 such as 2s")
             start = when("start", interval)
             until = when("until", duration)
             times = []
@@ -338,7 +338,7 @@ def _expand_timeline(r: _Reader, timeline: List[Any], topology: Topology, durati
                              "for: with " + ", ".join(sorted(INVERSE)))
             length = r.quantity(entry["for"], path + ("for",), parse_time_ms, TIME_ALLOWED)
             if length <= 0:
-                raise r.fail(path + ("for",), "must be above 0", TIME_ALLOWED)
+                raise r.fail(path + ("for",), "must be above 0", "a duration above 0 such as 2s")
 
         # what: nodes, links, groups
         candidates: List[str] = []

@@ -8,7 +8,7 @@ import pytest
 from testbed.capabilities import Capabilities, Check
 from testbed.errors import CapabilityError
 from testbed.model import LinkProps
-from testbed.shaping import KernelShaper, NetemShaper, Port, check_topology, choose, emulated_part
+from testbed.shaping import Direction, KernelShaper, NetemShaper, Port, check_topology, choose, emulated_part
 from testbed.topology import parse_topology_text
 
 
@@ -33,7 +33,7 @@ def _caps(netem: bool) -> Capabilities:
 
 def test_netem_gets_all_seven_impairments_in_one_replace():
     port = _port()
-    NetemShaper().apply(port, _port(), LinkProps(delay_ms=20, jitter_ms=2, loss=0.1, bandwidth_mbit=10,
+    NetemShaper().apply(Direction(port, 'iifname "x"', "d0_0"), LinkProps(delay_ms=20, jitter_ms=2, loss=0.1, bandwidth_mbit=10,
                                                  corruption=0.01, duplication=0.02, reordering=0.25))
     (args,) = port.calls
     assert args[:6] == ["tc", "qdisc", "replace", "dev", "eth0", "root"]
@@ -44,7 +44,7 @@ def test_netem_gets_all_seven_impairments_in_one_replace():
 
 def test_netem_removes_its_qdisc_when_nothing_is_left():
     port = _port()
-    NetemShaper().apply(port, _port(), LinkProps())
+    NetemShaper().apply(Direction(port, 'iifname "x"', "d0_0"), LinkProps())
     assert port.calls == [["tc", "qdisc", "del", "dev", "eth0", "root"]]
 
 

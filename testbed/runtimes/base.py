@@ -21,6 +21,10 @@ class LabNames:
     def bridge(self, index: int) -> str:
         return f"tb{self.lab_id}s{index}"
 
+    def internal_bridge(self, link_index: int) -> str:
+        """The bridge inside a node-to-node cable (see network.Lab)."""
+        return f"tb{self.lab_id}c{link_index}"
+
     @property
     def nft_table(self) -> str:
         return f"testbed_{self.lab_id}"

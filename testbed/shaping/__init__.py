@@ -1,17 +1,21 @@
 """Link shaping behind one interface, with a backend chosen from what the kernel can do.
 
-- `netem`: tc's netem emulates all seven impairments (bandwidth with its `rate`).
-- `kernel` (no netem): nftables random drop for loss, nftables `dup` for duplication, tc tbf
-  for bandwidth. Delay, jitter, corruption and reordering have no kernel path without netem:
-  a topology that asks for them is refused, naming the missing feature, unless it accepts them
-  as not emulated.
+Every cable of a lab passes through a bridge port in the machine's namespace (a node-to-node
+cable through an internal two-port bridge, see network.Lab), and each direction of a cable is a
+`Direction`: its sending end, and how the lab's bridge table matches its frames.
 
-A direction a→b of a link is shaped where netem would shape it, on a's interface egress, except
-for loss in the kernel backend: it is dropped at b's interface ingress (netdev hook), because a
-drop on a's output path returns EPERM to the sending application, while real loss is silent
-(and the netdev egress hook does not drop on veth in this kernel). Ingress drop also catches
-ARP, as netem does. Each apply rebuilds the direction's rules from the given values and
-replaces them in one transaction, so a value can return to zero and changes do not stack up.
+- `netem`: tc's netem on the sending end emulates all seven impairments (bandwidth with its
+  `rate`).
+- `kernel` (no netem): loss is a random drop in the bridge's forward hook, duplication an
+  nftables `dup` on the sending end's egress, bandwidth a tbf on the sending end. Delay, jitter,
+  corruption and reordering have no kernel path without netem: a topology that asks for them is
+  refused, naming the missing feature, unless it accepts them as not emulated.
+
+Loss happens where a lossy wire loses a frame: after the sender's capture and before the
+receiver's, and silently (a drop on the sender's output path would return EPERM to the sending
+application; this kernel ignores verdicts, marks and priorities set in the netdev egress hook).
+Each apply rebuilds the direction's rules from the given values and replaces them in one
+transaction, so a value can return to zero and changes do not stack up.
 """
 
 from __future__ import annotations
@@ -49,6 +53,28 @@ class Port:
         return res
 
 
+@dataclass(frozen=True)
+class Direction:
+    """One direction of a cable."""
+
+    egress: Port  # the sending end: netem, tbf and duplication act on its egress
+    match: str    # how the lab's bridge table matches this direction's frames, e.g. iifname "tbab12s1p3"
+    chain: str    # the bridge-table chain that holds this direction's loss rule
+
+
+def bridge_table_script(table: str) -> str:
+    """The lab's bridge table: partitions first, then the cables' loss."""
+    return (f"table bridge {table} {{\n"
+            "  chain partition { }\n"
+            "  chain cables { type filter hook forward priority 0; policy accept; jump partition; }\n"
+            "}\n")
+
+
+def _chance(per_million: int) -> str:
+    """An nftables expression true for `per_million` packets in a million ('' for all of them)."""
+    return "" if per_million >= 1_000_000 else f"numgen random mod 1000000 < {per_million} "
+
+
 def _pct(value: float) -> str:
     return f"{value * 100:.6g}%"
 
@@ -58,13 +84,21 @@ def _chain(hook: str, device: str) -> str:
 
 
 class Shaper:
-    """Applies LinkProps to ports; `emulates` says which impairments it can give."""
+    """Applies LinkProps to cable directions; `emulates` says which impairments it can give."""
 
     name = "base"
     emulates: FrozenSet[str] = frozenset()
 
-    def apply(self, sender: Port, receiver: Port, props: LinkProps) -> None:
-        """Shape the direction from `sender`'s interface to `receiver`'s with `props`."""
+    def __init__(self) -> None:
+        self.table = ""
+
+    def setup(self, table: str) -> None:
+        """Create the lab's bridge table (the machine's namespace); once per lab."""
+        self.table = table
+        _run_root(["nft", "-f", "-"], bridge_table_script(table))
+
+    def apply(self, direction: Direction, props: LinkProps) -> None:
+        """Replace the shaping of one cable direction with `props`."""
         raise NotImplementedError
 
 
@@ -72,8 +106,8 @@ class NetemShaper(Shaper):
     name = "netem"
     emulates = frozenset(("delay", "jitter", "loss", "bandwidth", "corruption", "duplication", "reordering"))
 
-    def apply(self, sender: Port, receiver: Port, props: LinkProps) -> None:
-        port = sender
+    def apply(self, direction: Direction, props: LinkProps) -> None:
+        port = direction.egress
         if not props.active():
             port.run(["tc", "qdisc", "del", "dev", port.device, "root"], check=False)
             return
@@ -101,6 +135,7 @@ class KernelShaper(Shaper):
     name = "kernel"
 
     def __init__(self, capabilities: Capabilities) -> None:
+        super().__init__()
         emulates = set()
         if capabilities.has("nftables"):
             emulates.add("loss")
@@ -109,15 +144,30 @@ class KernelShaper(Shaper):
         if capabilities.has("tc tbf"):
             emulates.add("bandwidth")
         self.emulates = frozenset(emulates)
+        self._chains: set = set()
 
-    def apply(self, sender: Port, receiver: Port, props: LinkProps) -> None:
-        self._netdev_chain(receiver, "ingress", props.loss and [
-            f"numgen random mod 1000000 < {int(round(props.loss * 1_000_000))} counter drop"])
+    def apply(self, direction: Direction, props: LinkProps) -> None:
+        self._apply_loss(direction, props.loss)
         threshold = int(round(props.duplication * 1_000_000))
-        self._netdev_chain(sender, "egress", threshold and [
+        port = direction.egress
+        self._netdev_chain(port, "egress", threshold and [
             f"meta mark {DUP_MARK} accept",
-            f"numgen random mod 1000000 < {threshold} meta mark set {DUP_MARK} dup to \"{sender.device}\""])
-        self._apply_bandwidth(sender, props.bandwidth_mbit)
+            f"{_chance(threshold)}meta mark set {DUP_MARK} dup to \"{port.device}\""])
+        self._apply_bandwidth(port, props.bandwidth_mbit)
+
+    def _apply_loss(self, direction: Direction, loss: float) -> None:
+        threshold = int(round(loss * 1_000_000))
+        if not threshold and direction.chain not in self._chains:
+            return
+        lines = []
+        if direction.chain not in self._chains:
+            lines += [f"add chain bridge {self.table} {direction.chain}",
+                      f"add rule bridge {self.table} cables {direction.match} jump {direction.chain}"]
+        lines.append(f"flush chain bridge {self.table} {direction.chain}")
+        if threshold:
+            lines.append(f"add rule bridge {self.table} {direction.chain} {_chance(threshold)}counter drop")
+        _run_root(["nft", "-f", "-"], "\n".join(lines) + "\n")
+        self._chains.add(direction.chain)
 
     def _netdev_chain(self, port: Port, hook: str, rules) -> None:
         """Replace the rules of the port's netdev base chain for `hook` (none: no chain at all)."""
@@ -147,6 +197,12 @@ class KernelShaper(Shaper):
         burst = max(int(rate_bytes / 100), 15140)  # 10 ms of traffic, at least ten full frames
         port.run(["tc", "qdisc", "replace", "dev", port.device, "root", "tbf", "rate", f"{mbit * 1000:g}kbit",
                   "burst", str(burst), "latency", "100ms"])
+
+
+def _run_root(args: List[str], stdin: Optional[str] = None) -> None:
+    res = subprocess.run(args, input=stdin, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise TestbedError(f"'{' '.join(args)}' failed: {res.stderr.strip()}")
 
 
 def choose(capabilities: Capabilities) -> Shaper:

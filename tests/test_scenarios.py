@@ -1,0 +1,166 @@
+"""Scenario files: validation messages, workload layering, and seeded reproducibility."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from testbed.cli import main
+from testbed.scenario import load_scenario, parse_scenario_text
+
+from .conftest import ROOT
+
+LINE3 = os.path.join(ROOT, "topologies", "line3.yaml")
+HEAD = f"topology: {LINE3}\nduration: 10s\n"
+
+# (case, text after HEAD, expected line, field in the message, words of the message)
+BAD = [
+    ("unknown top-level field", "timelines: []\n", 3, "timelines", "unknown field 'timelines'"),
+    ("missing topology", None, 1, "topology", "missing field 'topology'"),
+    ("topology file not found", "SUB:topology: nosuch.yaml\n", 1, "topology", "no topology file"),
+    ("negative seed", "seed: -1\n", 3, "seed", "at least 0"),
+    ("zero duration", "SUB:duration: 0s\n", 1, "duration", "above 0"),
+    ("quiet too short", "quiet: 100ms\n", 3, "quiet", "too short"),
+    ("capture snaplen too small", "capture: {snaplen: 20}\n", 3, "capture.snaplen", "from 96"),
+    ("unknown role in workload", "workload:\n  defaults: {role: gossiper}\n", 4, "workload.defaults.role",
+     "unknown value 'gossiper'"),
+    ("negative rate", "workload:\n  defaults: {role: probe, params: {rate: -5}}\n", 4, "workload.defaults.params.rate",
+     "at least 0"),
+    ("unknown probe parameter", "workload:\n  nodes:\n    h1: {role: probe, params: {rtae: 5}}\n", 5,
+     "workload.nodes.h1.params.rtae", "unknown parameter 'rtae'"),
+    ("workload for an unknown node", "workload:\n  nodes:\n    h9: {role: probe}\n", 5, "workload.nodes.h9",
+     "unknown node 'h9'"),
+    ("workload for an unknown kind", "workload:\n  kinds:\n    server: {role: probe}\n", 5, "workload.kinds.server",
+     "no node of the topology has kind"),
+    ("timeline not a list", "timeline: {at: 1s}\n", 3, "timeline", "expected a list"),
+    ("unknown action", "timeline:\n  - {at: 1s, action: explode, node: h1}\n", 4, "timeline[0].action",
+     "unknown action 'explode'"),
+    ("unknown node in an action", "timeline:\n  - {at: 1s, action: kill, node: h7}\n", 4, "timeline[0].node",
+     "unknown node 'h7'"),
+    ("action time beyond the duration", "timeline:\n  - {at: 11s, action: kill, node: h1}\n", 4, "timeline[0].at",
+     "beyond the scenario's duration"),
+    ("both at and every", "timeline:\n  - {at: 1s, every: 2s, action: kill, node: h1}\n", 4, "timeline[0]",
+     "exactly one of 'at' and 'every'"),
+    ("zero interval", "timeline:\n  - {every: 0s, action: pause, node: h1}\n", 4, "timeline[0].every", "above 0"),
+    ("node and nodes", "timeline:\n  - {at: 1s, action: pause, node: h1, nodes: [h2]}\n", 4, "timeline[0]",
+     "exactly one of 'node' and 'nodes'"),
+    ("pick more than offered", "timeline:\n  - {every: 2s, action: pause, nodes: [h1, h2], pick: 3}\n", 4,
+     "timeline[0].pick", "from 1 to 2"),
+    ("a node named twice in nodes", "timeline:\n  - {every: 2s, action: pause, nodes: [h1, h1]}\n", 4,
+     "timeline[0].nodes", "named twice"),
+    ("partition naming a node twice", "timeline:\n  - action: partition\n    at: 2s\n    groups: [[h1, h2], [h2]]\n",
+     6, "timeline[0].groups[1][0]", "already in group 1"),
+    ("partition with one group", "timeline:\n  - {at: 2s, action: partition, groups: [[h1, h2, h3]]}\n", 4,
+     "timeline[0].groups", "at least two groups"),
+    ("link that does not exist", "timeline:\n  - {at: 2s, action: link_down, link: [h1, h3]}\n", 4,
+     "timeline[0].link", "no link between"),
+    ("set_link with bad loss", "timeline:\n  - {at: 2s, action: set_link, link: [h1, s1], loss: 2}\n", 4,
+     "timeline[0].loss", "outside [0, 1]"),
+    ("set_link changing nothing", "timeline:\n  - {at: 2s, action: set_link, link: [h1, s1]}\n", 4, "timeline[0]",
+     "changes nothing"),
+    ("for on an action that cannot be undone", "timeline:\n  - {at: 2s, action: kill, node: h1, for: 1s}\n", 4,
+     "timeline[0].for", "cannot be undone"),
+    ("field of another action", "timeline:\n  - {at: 2s, action: kill, node: h1, groups: [[h1]]}\n", 4,
+     "timeline[0].groups", "unknown field 'groups' for action kill"),
+    ("unknown link direction", "timeline:\n  - {at: 2s, action: link_down, link: [h1, s1], direction: up}\n", 4,
+     "timeline[0].direction", "both, a_to_b, b_to_a"),
+    ("exec without a command", "timeline:\n  - {at: 2s, action: exec, node: h1}\n", 4, "timeline[0].command",
+     "a non-empty string"),
+]
+
+
+def _text(body):
+    if body is None:
+        return "duration: 10s\n"
+    if body.startswith("SUB:"):
+        key = body[4:].split(":", 1)[0]
+        lines = [line for line in HEAD.splitlines() if not line.startswith(key + ":")]
+        return "\n".join(lines[:0] + [body[4:].rstrip("\n")] + lines) + "\n"
+    return HEAD + body
+
+
+def test_the_scenario_corpus_has_at_least_twenty_cases():
+    assert len(BAD) >= 20
+
+
+@pytest.mark.parametrize("name, body, line, field, words", BAD, ids=[c[0] for c in BAD])
+def test_bad_scenario_gets_one_clear_message_and_exit_2(tmp_path, capsys, name, body, line, field, words):
+    path = tmp_path / "bad.yaml"
+    path.write_text(_text(body))
+    code = main(["run", str(path), "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert f"{path}:{line}:" in err and field in err and words in err, err
+    assert not (tmp_path / "run").exists(), "nothing is created for a bad scenario"
+
+
+def test_bad_cli_arguments_exit_2(tmp_path, capsys):
+    good = tmp_path / "ok.yaml"
+    good.write_text(HEAD)
+    assert main(["run", str(good), "--seed", "-3"]) == 2
+    assert main(["run", str(good), "--set", "novalue"]) == 2
+    assert main(["run", str(good), "--accept-unemulated", "speed"]) == 2
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "something").write_text("x")
+    assert main(["run", str(good), "--out", str(occupied)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert (occupied / "something").read_text() == "x"
+
+
+NEMESIS = HEAD + """
+workload:
+  defaults: {role: probe, params: {rate: 5}}
+timeline:
+  - {every: 1s, action: pause, nodes: [h1, h2, h3], pick: 1, for: 500ms}
+  - {every: 3s, action: set_link, link: [h1, s1], loss: 0.5, for: 1s}
+  - {every: 2500ms, action: stop, nodes: all, pick: 2, for: 1s}
+"""
+
+
+def test_same_seed_gives_the_same_schedule_and_workload():
+    a = parse_scenario_text(NEMESIS, "s.yaml", seed=7)
+    b = parse_scenario_text(NEMESIS, "s.yaml", seed=7)
+    assert [x.describe() for x in a.schedule] == [x.describe() for x in b.schedule]
+    assert {n: (x.role, x.params) for n, x in a.topology.nodes.items()} == \
+        {n: (x.role, x.params) for n, x in b.topology.nodes.items()}
+    others = [parse_scenario_text(NEMESIS, "s.yaml", seed=s) for s in range(8, 14)]
+    assert any([x.describe() for x in o.schedule] != [x.describe() for x in a.schedule] for o in others), \
+        "a different seed chooses differently"
+
+
+def test_every_expands_with_undo_actions_in_time_order():
+    schedule = parse_scenario_text(NEMESIS, "s.yaml", seed=1).schedule
+    times = [a.at_ms for a in schedule]
+    assert times == sorted(times)
+    pauses = [a for a in schedule if a.action == "pause"]
+    resumes = [a for a in schedule if a.action == "resume"]
+    assert len(pauses) == len(resumes) == 10
+    # each undo follows 500 ms later, or at the end of the scenario if that comes first
+    assert all(r.at_ms - p.at_ms == min(500, 10000 - p.at_ms) and r.node == p.node for p, r in zip(pauses, resumes))
+    stops = [a for a in schedule if a.action == "stop"]
+    assert len(stops) == 8 and all(a.node in ("h1", "h2", "h3") for a in stops)
+
+
+def test_workload_is_laid_over_the_topology_kinds():
+    scenario = load_scenario(os.path.join(ROOT, "scenarios", "quickstart.yaml"))
+    roles = {n.role for n in scenario.topology.nodes.values()}
+    assert roles == {"probe"}  # the topology's kinds say idle; the workload wins
+    c1 = scenario.topology.nodes["c1"]
+    assert c1.params["rate"] == 20 and c1.params["reliable"] is True and c1.params["parent"] == "srv1"
+
+
+def test_set_overrides_a_scenario_field(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD + "workload:\n  defaults: {role: probe, params: {rate: 5}}\n")
+    scenario = load_scenario(str(path), overrides=("workload.defaults.params.rate=50", "seed=9"))
+    assert scenario.seed == 9 and scenario.topology.nodes["h2"].params["rate"] == 50
+
+
+@pytest.mark.parametrize("name", sorted(f for f in os.listdir(os.path.join(ROOT, "scenarios")) if f.endswith(".yaml")))
+def test_shipped_scenarios_start_with_a_comment_and_load(name):
+    path = os.path.join(ROOT, "scenarios", name)
+    assert open(path).readline().startswith("# ")
+    assert load_scenario(path).schedule is not None
