@@ -8,7 +8,8 @@ reliable links, and writes the event log: JSON lines of send, receive, deliver, 
 reason), retransmit and state events, each stamped with CLOCK_REALTIME in nanoseconds, the
 clock that every node on the machine shares and that packet captures use.
 
-SIGUSR1 ends the workload: the role's main loop stops (no new messages), while the agent keeps
+With `wait_for_start` (runs), the role starts on SIGUSR2, so that the workload begins for all
+agents at the same moment after the warm-up. SIGUSR1 ends the workload: the role's main loop stops (no new messages), while the agent keeps
 receiving, acknowledging and retransmitting, so that the quiet period at the end of a run can
 tell lost messages from late ones. SIGTERM stops the role and the agent within two seconds,
 with the log flushed.
@@ -73,6 +74,7 @@ class Config:
     log: str
     port: int = DEFAULT_PORT
     neighbors: List[str] = field(default_factory=list)
+    wait_for_start: bool = False  # runs: the workload starts on SIGUSR2, for all agents at once
     reliable_timeout_ms: float = 200.0
     reliable_tries: int = 20
 
@@ -268,8 +270,18 @@ class Agent:
         self._transport, _ = await loop.create_datagram_endpoint(lambda: _Protocol(self), sock=sock)
         module = importlib.import_module(role_module(self.config.role))
         self.role = module.ROLE(self, self.config.params)
-        self.log.write("state", state="started", role=self.config.role, pid=os.getpid(), node_id=self.id)
-        workload = asyncio.ensure_future(self.role.run())
+        go = asyncio.Event()
+        loop.add_signal_handler(signal.SIGUSR2, go.set)
+        if not self.config.wait_for_start:
+            go.set()
+
+        async def workload_when_told() -> None:
+            await go.wait()
+            if self.config.wait_for_start:
+                self.log.write("state", state="workload started")
+            await self.role.run()
+
+        workload = asyncio.ensure_future(workload_when_told())
 
         def quiesce() -> None:
             if not workload.done():
@@ -277,6 +289,8 @@ class Agent:
             self.log.write("state", state="quiesced")
 
         loop.add_signal_handler(signal.SIGUSR1, quiesce)
+        self.log.write("state", state="started", role=self.config.role, pid=os.getpid(), node_id=self.id)
+        self.log.flush()  # the runner waits for this line before it starts the workload
         tasks = [workload, asyncio.ensure_future(self._retransmit_loop()), asyncio.ensure_future(self._housekeeping())]
         await stop.wait()
         self.role.stop()
@@ -300,10 +314,14 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     parser = argparse.ArgumentParser(prog="agent", description="The testbed's node agent.")
     parser.add_argument("--config", required=True, help="the node's configuration (JSON)")
+    parser.add_argument("--start-now", action="store_true",
+                        help="start the workload at once even if the config says to wait (a restart mid-run)")
     args = parser.parse_args(argv)
     # Until the event loop takes SIGTERM over, it interrupts start-up, which is logged below.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     config = Config.load(args.config)
+    if args.start_now:
+        config.wait_for_start = False
     agent = Agent(config)
     try:
         asyncio.run(agent.run())

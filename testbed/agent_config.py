@@ -38,7 +38,7 @@ def has_agent(topo: Topology, node: str) -> bool:
     return n.role not in NO_AGENT and n.command is None
 
 
-def write_configs(topo: Topology, node_dirs: Dict[str, str], seed: int) -> None:
+def write_configs(topo: Topology, node_dirs: Dict[str, str], seed: int, wait_for_start: bool = False) -> None:
     ids = node_ids(topo)
     peers = {}
     for name in topo.nodes:
@@ -55,13 +55,14 @@ def write_configs(topo: Topology, node_dirs: Dict[str, str], seed: int) -> None:
             "node": name, "node_id": ids[name], "role": node.role, "params": node.params,
             "seed": node_seed(seed, name), "nodes": peers, "neighbors": neighbors,
             "broadcast": [str(e.address.network.broadcast_address) for e in topo.interfaces(name) if e.address],
-            "log": os.path.join(inside, LOG_NAME), "port": AGENT_PORT,
+            "log": os.path.join(inside, LOG_NAME), "port": AGENT_PORT, "wait_for_start": wait_for_start,
         }
         with open(os.path.join(node_dirs[name], CONFIG_NAME), "w") as handle:
             json.dump(config, handle, indent=1)
 
 
-def agent_argv(runtime: str, node_dir: str) -> List[str]:
+def agent_argv(runtime: str, node_dir: str, start_now: bool = False) -> List[str]:
+    extra = ["--start-now"] if start_now else []
     if runtime == "docker":
-        return ["python3", "-m", "agents", "--config", f"{NODE_DIR_IN_CONTAINER}/{CONFIG_NAME}"]
-    return [sys.executable, "-m", "agents", "--config", os.path.join(node_dir, CONFIG_NAME)]
+        return ["python3", "-m", "agents", "--config", f"{NODE_DIR_IN_CONTAINER}/{CONFIG_NAME}"] + extra
+    return [sys.executable, "-m", "agents", "--config", os.path.join(node_dir, CONFIG_NAME)] + extra

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import os
+import signal
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +20,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 from mininet.link import Link as MininetLink
 
 from . import ENV_LAB, cleanup
-from .agent_config import has_agent, node_ids, write_configs
+from .agent_config import LOG_NAME, has_agent, node_ids, write_configs
 from .capabilities import Capabilities, detect
 from .errors import CapabilityError, TestbedError
 from .model import Link, LinkProps, Node, Topology
@@ -54,13 +55,15 @@ class Lab:
 
     def __init__(self, topo: Topology, lab: Optional[str] = None, capabilities: Optional[Capabilities] = None,
                  accept_unemulated: Iterable[str] = (), progress: Optional[Progress] = None,
-                 workdir: Optional[str] = None, seed: int = 0) -> None:
+                 workdir: Optional[str] = None, seed: int = 0, hold_workload: bool = False) -> None:
         self.topo = topo
         self.names = lab_names(lab or topo.name)
         # Each node's directory: its agent's config and event log (the container's /testbed).
         self.workdir = os.path.abspath(workdir or os.path.join(cleanup.STATE_DIR, self.names.lab))
         self.node_dirs = {name: os.path.join(self.workdir, "nodes", name) for name in topo.nodes}
         self.seed = seed
+        self.hold_workload = hold_workload  # agents wait for start_workload() (runs)
+        self.workload_started = False
         self.capabilities = capabilities or detect()
         self.shaper: Shaper = choose(self.capabilities)
         self.extra_accepted = frozenset(accept_unemulated)
@@ -147,7 +150,7 @@ class Lab:
         by_runtime: Dict[str, List[Node]] = {}
         for node in self.topo.nodes.values():
             by_runtime.setdefault(node.runtime, []).append(node)
-        write_configs(self.topo, self.node_dirs, self.seed)
+        write_configs(self.topo, self.node_dirs, self.seed, wait_for_start=self.hold_workload)
         for runtime_name, nodes in by_runtime.items():
             self.progress(f"starting {len(nodes)} {runtime_name} node(s)")
             self.started.update(self.runtimes[runtime_name].create(nodes, self.node_dirs))
@@ -314,6 +317,25 @@ class Lab:
             return None
         return self.runtimes[self.topo.nodes[node].runtime].agent_pid(started)
 
+    def wait_agents_ready(self, timeout_s: float = 60.0) -> List[str]:
+        """Wait until every agent has logged that it started; returns those that did not in time."""
+        waiting = [n for n in self.topo.nodes if has_agent(self.topo, n)]
+        deadline = time.monotonic() + timeout_s
+        while waiting and time.monotonic() < deadline:
+            still = []
+            for node in waiting:
+                try:
+                    with open(os.path.join(self.node_dirs[node], LOG_NAME)) as handle:
+                        ready = '"state":"started"' in handle.readline()
+                except FileNotFoundError:
+                    ready = False
+                if not ready:
+                    still.append(node)
+            waiting = still
+            if waiting:
+                time.sleep(0.05)
+        return waiting
+
     def signal_agents(self, signum: int) -> List[str]:
         """Send a signal to every running agent; returns the nodes signalled."""
         signalled = []
@@ -336,7 +358,7 @@ class Lab:
             if pid:
                 pids[node] = pid
                 try:
-                    os.kill(pid, 15)
+                    os.kill(pid, signal.SIGTERM)
                 except ProcessLookupError:
                     pass
         deadline = time.monotonic() + timeout_s
@@ -348,7 +370,7 @@ class Lab:
             exited[node] = not _running(pid)
             if not exited[node]:
                 try:
-                    os.kill(pid, 9)
+                    os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
             self._reap(node)
@@ -359,10 +381,17 @@ class Lab:
         if agent is not None:
             agent.poll()
 
+    def start_workload(self) -> None:
+        """Tell every agent held at start (hold_workload) to begin, all at once."""
+        self.workload_started = True
+        self.signal_agents(signal.SIGUSR2)
+
     def start_agent(self, node: str) -> None:
-        """A fresh agent process for the node (its network and container stay as they are)."""
+        """A fresh agent process for the node (its network and container stay as they are); its
+        workload starts at once if the lab's workload has started."""
         runtime = self.runtimes[self.topo.nodes[node].runtime]
-        runtime.start_agent(self.topo.nodes[node], self.started[node], self.node_dirs[node])
+        runtime.start_agent(self.topo.nodes[node], self.started[node], self.node_dirs[node],
+                            start_now=self.workload_started or not self.hold_workload)
 
     def address(self, node: str) -> Optional[ipaddress.IPv4Interface]:
         return self.topo.address_of(node)
@@ -410,7 +439,7 @@ class Lab:
             for host in self.net.hosts + self.net.switches:
                 try:
                     if host.shell and host.shell.poll() is None:
-                        os.killpg(host.shell.pid, 9)
+                        os.killpg(host.shell.pid, signal.SIGKILL)
                         host.shell.wait()
                 except (ProcessLookupError, PermissionError, OSError):
                     pass

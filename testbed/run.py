@@ -114,7 +114,7 @@ class Run:
         self.progress = Progress(progress)
         lab_name = "run-" + hashlib.sha1(self.dir.encode()).hexdigest()[:8]
         self.lab = Lab(scenario.topology, lab_name, accept_unemulated=accept_unemulated, workdir=self.dir,
-                       seed=scenario.seed, progress=lambda m: self.progress.set(m))
+                       seed=scenario.seed, progress=lambda m: self.progress.set(m), hold_workload=True)
         self.captures = None
         self.nemesis: Optional[Nemesis] = None
         self.executed: List[Dict[str, Any]] = []
@@ -181,10 +181,17 @@ class Run:
         self.manifest["build_seconds"] = dict(self.lab.timings)
         self.nemesis = Nemesis(self.lab)
         self.progress.set("warm-up")
-        time.sleep(scenario.warmup_ms / 1000)
+        warmup_end = time.monotonic() + scenario.warmup_ms / 1000
+        late = self.lab.wait_agents_ready()
+        if late:
+            raise TestbedError(f"agents did not start within 60 s: {', '.join(late[:5])} "
+                               f"(see their logs in {self.dir}/nodes/)")
+        time.sleep(max(0.0, warmup_end - time.monotonic()))
+        # The workload starts for every agent at once: the scenario clock's zero.
         self.t0_ns = time.time_ns()
-        self.manifest["t0_ns"] = self.t0_ns
         t0 = time.monotonic()
+        self.lab.start_workload()
+        self.manifest["t0_ns"] = self.t0_ns
         total = len(scenario.schedule)
 
         def clock() -> str:

@@ -173,7 +173,8 @@ def test_stop_start_link_down_and_exec(no_leftovers, images, tmp_path):
     assert not [t for t in h1_times if stopped + 50_000_000 < t < started]
     assert any(t > started for t in h1_times)
     assert [e["state"] for e in logs(run_dir, "h1") if e["event"] == "state"] == \
-        ["started", "stopped", "started", "quiesced", "stopped"], "a fresh agent process after start"
+        ["started", "workload started", "stopped", "started", "quiesced", "stopped"], \
+        "a fresh agent process after start, its workload at once"
     down, up = action_time(manifest, "link_down"), action_time(manifest, "link_up")
     h3_rx = [p.t_ns for p in pcap(run_dir, "h3") if p.header.sender != ids["h3"]]
     assert not [t for t in h3_rx if down + 50_000_000 < t < up], "nothing reaches h3 while its link is down"

@@ -68,8 +68,8 @@ class Runtime:
         """After the network is configured: start each node's software where it is not running
         yet, and the testbed agent of each node whose role has one."""
 
-    def start_agent(self, node: Node, started: Started, node_dir: str) -> None:
-        """Start a fresh agent process for the node (after `stop_agent`)."""
+    def start_agent(self, node: Node, started: Started, node_dir: str, start_now: bool = False) -> None:
+        """Start a fresh agent process for the node; `start_now`: its workload at once."""
         raise NotImplementedError
 
     def agent_pid(self, started: Started) -> Optional[int]:

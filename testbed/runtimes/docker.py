@@ -147,9 +147,9 @@ class DockerRuntime(Runtime):
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             list(pool.map(lambda n: self.start_agent(n, started[n.name], node_dirs[n.name]), agent_nodes))
 
-    def start_agent(self, node: Node, started: Started, node_dir: str) -> None:
+    def start_agent(self, node: Node, started: Started, node_dir: str, start_now: bool = False) -> None:
         self.docker.api.exec_start(
-            self.docker.api.exec_create(started.container_id, agent_argv("docker", node_dir),
+            self.docker.api.exec_create(started.container_id, agent_argv("docker", node_dir, start_now),
                                         environment=node.env or None), detach=True)
 
     def agent_pid(self, started: Started) -> Optional[int]:

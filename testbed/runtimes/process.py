@@ -57,8 +57,8 @@ class ProcessRuntime(Runtime):
         self._procs.append(proc)
         return proc
 
-    def start_agent(self, node: Node, started: Started, node_dir: str) -> None:
-        proc = self._popen(node, agent_argv("process", node_dir))
+    def start_agent(self, node: Node, started: Started, node_dir: str, start_now: bool = False) -> None:
+        proc = self._popen(node, agent_argv("process", node_dir, start_now))
         started.process_pid = proc.pid
         started.agent = proc
 
