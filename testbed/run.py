@@ -243,6 +243,7 @@ class Run:
         except TestbedError as exc:
             record["ok"] = False
             record["error"] = str(exc)
+        record["done_ns"] = time.time_ns()  # e.g. a stopped agent may take a while to exit
         self.executed.append(record)
 
     def _finish(self, status: str, error: Optional[str]) -> None:

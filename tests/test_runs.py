@@ -43,8 +43,9 @@ def pcap(run_dir, node):
     return list(messages(os.path.join(run_dir, "pcap", f"{node}.pcap")))
 
 
-def action_time(manifest, action, node=None):
-    return next(a["t_ns"] for a in manifest["timeline"] if a["action"] == action and a.get("node", node) == node)
+def action_time(manifest, action, node=None, key="t_ns"):
+    """When an action began (t_ns) or finished (done_ns)."""
+    return next(a[key] for a in manifest["timeline"] if a["action"] == action and a.get("node", node) == node)
 
 
 @pytest.mark.parametrize("topology, to", [(LINE3, "broadcast"), (TREE, "all")])
@@ -107,7 +108,7 @@ def test_nothing_crosses_a_partition_until_it_heals(no_leftovers, images, tmp_pa
   - {at: 1s, action: partition, groups: [[h1], [h2, h3]]}
   - {at: 2500ms, action: heal}
 """)
-    start, end = action_time(manifest, "partition"), action_time(manifest, "heal")
+    start, end = action_time(manifest, "partition", key="done_ns"), action_time(manifest, "heal")
     ids = manifest["node_ids"]
     margin = 50_000_000
     for receiver, senders in (("h2", ["h1"]), ("h3", ["h1"]), ("h1", ["h2", "h3"])):
@@ -132,12 +133,12 @@ workload:
 timeline:
   - {{at: 2s, action: set_link, link: [h1, s1], loss: 0.5, for: 2s}}
 """)
-    changed = [a["t_ns"] for a in manifest["timeline"] if a["action"] == "set_link"]
+    began = [a["t_ns"] for a in manifest["timeline"] if a["action"] == "set_link"]
+    done = [a["done_ns"] for a in manifest["timeline"] if a["action"] == "set_link"]
     sent = {p.header.sequence: p.t_ns for p in pcap(run_dir, "h1") if p.header.origin == 1}
     got = {p.header.sequence for p in pcap(run_dir, "h2") if p.header.origin == 1}
     margin = 50_000_000
-    windows = {"before": (0, changed[0]), "lossy": (changed[0] + margin, changed[1]),
-               "after": (changed[1] + margin, 2**63)}
+    windows = {"before": (0, began[0]), "lossy": (done[0] + margin, began[1]), "after": (done[1] + margin, 2**63)}
     lost = {}
     for name, (lo, hi) in windows.items():
         seqs = [s for s, t in sent.items() if lo < t < hi]
@@ -150,7 +151,7 @@ timeline:
 
 def test_a_paused_node_sends_nothing_until_resumed(no_leftovers, images, tmp_path):
     run_dir, manifest = run(tmp_path, BROADCASTERS + "timeline:\n  - {at: 1s, action: pause, node: h1, for: 1500ms}\n")
-    paused, resumed = action_time(manifest, "pause", "h1"), action_time(manifest, "resume", "h1")
+    paused, resumed = action_time(manifest, "pause", "h1", key="done_ns"), action_time(manifest, "resume", "h1")
     h1 = manifest["node_ids"]["h1"]
     times = [p.t_ns for p in pcap(run_dir, "h2") if p.header.sender == h1]
     assert not [t for t in times if paused + 50_000_000 < t < resumed]
@@ -168,14 +169,14 @@ def test_stop_start_link_down_and_exec(no_leftovers, images, tmp_path):
     ids = manifest["node_ids"]
     exec_record = next(a for a in manifest["timeline"] if a["action"] == "exec")
     assert exec_record["details"]["exit_code"] == 0 and "eth0" in exec_record["details"]["output"]
-    stopped, started = action_time(manifest, "stop", "h1"), action_time(manifest, "start", "h1")
+    stopped, started = action_time(manifest, "stop", "h1", key="done_ns"), action_time(manifest, "start", "h1")
     h1_times = [p.t_ns for p in pcap(run_dir, "h2") if p.header.sender == ids["h1"]]
     assert not [t for t in h1_times if stopped + 50_000_000 < t < started]
     assert any(t > started for t in h1_times)
     assert [e["state"] for e in logs(run_dir, "h1") if e["event"] == "state"] == \
         ["started", "workload started", "stopped", "started", "quiesced", "stopped"], \
         "a fresh agent process after start, its workload at once"
-    down, up = action_time(manifest, "link_down"), action_time(manifest, "link_up")
+    down, up = action_time(manifest, "link_down", key="done_ns"), action_time(manifest, "link_up")
     h3_rx = [p.t_ns for p in pcap(run_dir, "h3") if p.header.sender != ids["h3"]]
     assert not [t for t in h3_rx if down + 50_000_000 < t < up], "nothing reaches h3 while its link is down"
     assert any(t > up + 50_000_000 for t in h3_rx)

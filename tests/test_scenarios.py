@@ -164,3 +164,13 @@ def test_shipped_scenarios_start_with_a_comment_and_load(name):
     path = os.path.join(ROOT, "scenarios", name)
     assert open(path).readline().startswith("# ")
     assert load_scenario(path).schedule is not None
+
+
+def test_readme_scenario_example_is_valid(tmp_path):
+    import re
+
+    text = open(os.path.join(ROOT, "README.md")).read()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "timeline:" in b)
+    path = os.path.join(ROOT, "scenarios", "readme-example.yaml")  # where its relative topology resolves
+    scenario = parse_scenario_text(block, path)
+    assert scenario.name == "example" and len(scenario.schedule) > 5

@@ -7,32 +7,26 @@ import json
 import sys
 import time
 
-from ..errors import UsageError
+from .common import accepted_impairments, add_accept_unemulated, ensure_not_up
 
 
 def register(sub) -> None:
     p = sub.add_parser("pingall", help="build a topology, ping every pair of nodes, tear it down")
     p.add_argument("topology")
     p.add_argument("--name", help="lab name (default: the topology's name)")
-    p.add_argument("--accept-unemulated", default="", metavar="LIST")
+    add_accept_unemulated(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from ..cleanup import alive, read_states
     from ..network import Lab, ping_all
-    from ..topology import IMPAIRMENT_KEYS, load_topology
+    from ..topology import load_topology
 
-    accepted = tuple(a.strip() for a in args.accept_unemulated.split(",") if a.strip())
-    for item in accepted:
-        if item not in IMPAIRMENT_KEYS:
-            raise UsageError(f"--accept-unemulated: unknown impairment {item!r} (allowed: {', '.join(IMPAIRMENT_KEYS)})")
+    accepted = accepted_impairments(args.accept_unemulated)
     topo = load_topology(args.topology, accepted)
     name = args.name or topo.name
-    existing = read_states().get(name)
-    if existing and alive(existing.get("keeper_pid")):
-        raise UsageError(f"lab {name!r} is up; 'testbed down {name}' first, or pick another --name")
+    ensure_not_up(name)
     lab = Lab(topo, name, accept_unemulated=accepted, progress=lambda m: print(f"[{name}] {m}", file=sys.stderr))
     lab.check()
     started = time.monotonic()

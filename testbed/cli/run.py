@@ -6,6 +6,7 @@ import os
 import sys
 
 from ..errors import UsageError
+from .common import accepted_impairments, add_accept_unemulated
 
 
 def register(sub) -> None:
@@ -15,8 +16,7 @@ def register(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a scenario field, e.g. workload.defaults.params.rate=50 (repeatable)")
     p.add_argument("--out", help="run directory (default runs/<run-id>); must not exist or be empty")
-    p.add_argument("--accept-unemulated", default="", metavar="LIST",
-                   help="comma-separated impairments to run without when the kernel cannot emulate them")
+    add_accept_unemulated(p)
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.set_defaults(run=run)
 
@@ -24,14 +24,9 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..run import Run
     from ..scenario import load_scenario
-    from ..topology import IMPAIRMENT_KEYS
-
     if args.seed is not None and args.seed < 0:
         raise UsageError(f"--seed: {args.seed} is not allowed (a whole number, at least 0)")
-    accepted = tuple(a.strip() for a in args.accept_unemulated.split(",") if a.strip())
-    for item in accepted:
-        if item not in IMPAIRMENT_KEYS:
-            raise UsageError(f"--accept-unemulated: unknown impairment {item!r} (allowed: {', '.join(IMPAIRMENT_KEYS)})")
+    accepted = accepted_impairments(args.accept_unemulated)
     scenario = load_scenario(args.scenario, seed=args.seed, overrides=tuple(args.set))
     execution = Run(scenario, out_dir=args.out, accept_unemulated=accepted, progress=not args.quiet)
     manifest = execution.execute()

@@ -9,33 +9,27 @@ import subprocess
 import sys
 
 from ..errors import UsageError
+from .common import accepted_impairments, add_accept_unemulated, ensure_not_up
 
 
 def register(sub) -> None:
     p = sub.add_parser("up", help="build a topology's network and leave it running")
     p.add_argument("topology", help="topology YAML file")
     p.add_argument("--name", help="lab name (default: the topology's name)")
-    p.add_argument("--accept-unemulated", default="", metavar="LIST",
-                   help="comma-separated impairments to run without when the kernel cannot emulate them")
+    add_accept_unemulated(p)
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from ..cleanup import alive, read_states
     from ..network import Lab
-    from ..topology import IMPAIRMENT_KEYS, NAME_ALLOWED, NAME_RE, load_topology
+    from ..topology import NAME_ALLOWED, NAME_RE, load_topology
 
-    accepted = tuple(a.strip() for a in args.accept_unemulated.split(",") if a.strip())
-    for item in accepted:
-        if item not in IMPAIRMENT_KEYS:
-            raise UsageError(f"--accept-unemulated: unknown impairment {item!r} (allowed: {', '.join(IMPAIRMENT_KEYS)})")
+    accepted = accepted_impairments(args.accept_unemulated)
     if args.name is not None and not NAME_RE.match(args.name):
         raise UsageError(f"--name: {args.name!r} is not allowed ({NAME_ALLOWED})")
     topo = load_topology(args.topology, accepted)
     name = args.name or topo.name
-    existing = read_states().get(name)
-    if existing and alive(existing.get("keeper_pid")):
-        raise UsageError(f"lab {name!r} is already up; 'testbed down {name}' first, or pick another --name")
+    ensure_not_up(name)
     Lab(topo, name, accept_unemulated=accepted).check()  # every refusal before anything is created
 
     log_dir = "/var/log/testbed"
