@@ -23,7 +23,7 @@ from . import ENV_LAB, cleanup
 from .agent_config import LOG_NAME, has_agent, node_ids, write_configs
 from .capabilities import Capabilities, detect
 from .errors import CapabilityError, TestbedError
-from .model import Link, LinkProps, Node, Topology
+from .model import LinkProps, Node, Topology
 from .runtimes import runtime_class
 from .runtimes.base import LabNames, Runtime, Started
 from .shaping import Direction, Port, Shaper, check_topology, choose, emulated_part
@@ -177,7 +177,6 @@ class Lab:
         # namespace; Mininet then only records the interfaces (see _PrebuiltLink).
         port_count: Dict[str, int] = {}
         batch: List[str] = []
-        mn_nodes: Dict[str, object] = {}
 
         def new_port(bridge: str) -> str:
             port_count[bridge] = port_count.get(bridge, 0) + 1
@@ -249,9 +248,6 @@ class Lab:
         for runtime_name, nodes in by_runtime.items():
             self.runtimes[runtime_name].launch(nodes, self.hosts, self.started, self.node_dirs)
         self._timed("launch", t)
-
-    def _mn_node(self, name: str):
-        return self.net.get(self.bridges[name]) if name in self.bridges else self.hosts[name]
 
     def _configure_hosts(self) -> None:
         """Addresses are set by Mininet; here: no IPv6 chatter, forwarding on routers, routes."""
