@@ -66,12 +66,19 @@ def container_memory_mib(lab: Lab) -> float:
     return round(sum(values) / len(values), 2) if values else None
 
 
-def all_answer(lab: Lab) -> bool:
+def all_answer(lab: Lab, rounds: int = 3) -> bool:
+    """Ping every node from the first; re-ping only those that missed (a first ping also waits
+    for ARP, and hundreds at once can time out). True once every node answered."""
     names = list(lab.topo.nodes)
-    src = names[0]
-    script = " ".join(f"(ping -c1 -W2 -q {lab.address(dst).ip} >/dev/null 2>&1 || echo miss:{dst}) &"
-                      for dst in names[1:]) + " wait"
-    return "miss:" not in lab.exec(src, script)
+    src, waiting = names[0], names[1:]
+    for _ in range(rounds):
+        script = " ".join(f"(ping -c1 -W2 -q {lab.address(dst).ip} >/dev/null 2>&1 || echo miss:{dst}) &"
+                          for dst in waiting) + " wait"
+        out = lab.exec(src, script)
+        waiting = [word[5:] for word in out.split() if word.startswith("miss:")]
+        if not waiting:
+            return True
+    return False
 
 
 def run_case(name: str) -> dict:
