@@ -102,6 +102,7 @@ def run_case(name: str) -> dict:
     t1 = time.monotonic()
     lab.stop()
     down_seconds = time.monotonic() - t1
+    timings.update({k: v for k, v in lab.timings.items() if k.startswith("stop")})
     left = leftovers()
     nodes = len(topo.nodes)
     return {

@@ -439,6 +439,7 @@ class Lab:
                         host.shell.wait()
                 except (ProcessLookupError, PermissionError, OSError):
                     pass
+        t_shells = time.monotonic()
         for runtime_name, runtime in self.runtimes.items():
             mine = {n: s for n, s in self.started.items() if self.topo.nodes[n].runtime == runtime_name}
             try:
@@ -448,11 +449,14 @@ class Lab:
         self.started = {}
         self.net = None
         self.hosts = {}
+        t_nodes = time.monotonic()
         try:
             cleanup.remove_lab_objects(self.names)
         except Exception as exc:
             errors.append(str(exc))
-        self.timings["stop"] = round(time.monotonic() - t, 3)
+        now = time.monotonic()
+        self.timings.update(stop=round(now - t, 3), stop_agents_and_shells=round(t_shells - t, 3),
+                            stop_nodes=round(t_nodes - t_shells, 3), stop_network=round(now - t_nodes, 3))
         if errors:
             raise TestbedError("teardown left errors (run 'testbed clean'):\n  " + "\n  ".join(errors))
 
