@@ -263,6 +263,11 @@ def clean_all(lab: Optional[str] = None) -> Dict[str, int]:
     for name in states:
         if lab is None or name == lab:
             remove_state(name)
+    if os.path.isdir(STATE_DIR):  # working directories of labs whose process died before its state
+        for entry in os.listdir(STATE_DIR):
+            path = os.path.join(STATE_DIR, entry)
+            if os.path.isdir(path) and (lab is None or entry == lab):
+                shutil.rmtree(path, ignore_errors=True)
     return removed
 
 

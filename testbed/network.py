@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -60,6 +61,7 @@ class Lab:
         self.names = lab_names(lab or topo.name)
         # Each node's directory: its agent's config and event log (the container's /testbed).
         self.workdir = os.path.abspath(workdir or os.path.join(cleanup.STATE_DIR, self.names.lab))
+        self._own_workdir = workdir is None  # the default one is removed with the lab; a run's is kept
         self.node_dirs = {name: os.path.join(self.workdir, "nodes", name) for name in topo.nodes}
         self.seed = seed
         self.hold_workload = hold_workload  # agents wait for start_workload() (runs)
@@ -454,6 +456,8 @@ class Lab:
             cleanup.remove_lab_objects(self.names)
         except Exception as exc:
             errors.append(str(exc))
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
         now = time.monotonic()
         self.timings.update(stop=round(now - t, 3), stop_agents_and_shells=round(t_shells - t, 3),
                             stop_nodes=round(t_nodes - t_shells, 3), stop_network=round(now - t_nodes, 3))

@@ -46,10 +46,16 @@ def no_leftovers(machine):
     one failure does not cascade."""
     from testbed.cleanup import clean_all, leftovers
 
+    from testbed.cleanup import STATE_DIR
+
     before = leftovers()
     assert not before, f"testbed objects present before the test: {before}"
+    dirs_before = set(os.listdir(STATE_DIR)) if os.path.isdir(STATE_DIR) else set()
     yield
     after = leftovers()
+    dirs_after = set(os.listdir(STATE_DIR)) if os.path.isdir(STATE_DIR) else set()
+    if dirs_after - dirs_before:
+        after["lab state or working directories"] = sorted(dirs_after - dirs_before)
     if after:
         clean_all()
     assert not after, f"the test left testbed objects behind: {after}"
