@@ -73,3 +73,15 @@ def test_incomplete_messages_expire():
     assert reassembler.add(*wire.decode(datagrams[0]), now=0.0) is None
     assert reassembler.expire(now=0.5) == []
     assert reassembler.expire(now=2.0) == [((1, 1), 1, len(datagrams))]
+
+
+def test_extension_values_round_trip():
+    header = Header(type=MessageType.ABC_DATA, origin=2, sequence=3, message_id=41,
+                    extensions={Ext.INFRA_ID: wire.u32(7), Ext.TARGET: wire.u32(9),
+                                Ext.TIMESTAMP_NS: wire.u64(1_795_000_000_000_000_000),
+                                Ext.ACKED: wire.acked(2, 3, 1)})
+    decoded, _ = wire.decode(wire.encode(header))
+    assert wire.read_u32(decoded.extensions[Ext.INFRA_ID]) == 7
+    assert wire.read_u32(decoded.extensions[Ext.TARGET]) == 9
+    assert wire.read_u64(decoded.extensions[Ext.TIMESTAMP_NS]) == 1_795_000_000_000_000_000
+    assert wire.read_acked(decoded.extensions[Ext.ACKED]) == (2, 3, 1)
