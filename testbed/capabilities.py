@@ -52,7 +52,7 @@ class Capabilities:
         if impairment in ("delay", "jitter", "corruption", "reordering"):
             return "the kernel's netem queueing discipline (sch_netem)"
         if impairment == "loss":
-            return "netem (sch_netem) or nftables with numgen"
+            return "netem (sch_netem) or nftables (bridge family, numgen)"
         if impairment == "duplication":
             return "netem (sch_netem) or the nftables netdev egress hook with dup"
         return "tc htb/tbf or netem"
@@ -102,15 +102,16 @@ def probe_nftables() -> Check:
     version = _run(["nft", "--version"])
     if version.returncode != 0:
         return Check("nftables", False, "nft not found (apt-get install nftables)")
+    # Loss and partitions drop in a lab's bridge table (see testbed/shaping): probe exactly that.
     script = (
-        "ip link set lo up; nft -f - <<'EOF'\n"
-        "table netdev tbprobe { chain i { type filter hook ingress device \"lo\" priority 0; "
-        "numgen random mod 100 < 5 drop; }; }\n"
+        "nft -f - <<'EOF'\n"
+        "table bridge tbprobe { chain cables { type filter hook forward priority 0; "
+        "iifname \"tbprobe0\" numgen random mod 1000000 < 50000 drop; }; }\n"
         "EOF"
     )
     res = _in_scratch_netns(script)
     return Check("nftables", res.returncode == 0,
-                 f"{version.stdout.strip()}, random drop at netdev ingress" if res.returncode == 0
+                 f"{version.stdout.strip()}, random drop in the bridge forward hook" if res.returncode == 0
                  else f"{version.stdout.strip()}: {_first_line(res.stderr)}")
 
 

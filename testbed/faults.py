@@ -19,8 +19,8 @@ from .errors import TestbedError
 from .model import LinkProps
 from .network import Lab
 from .scenario import Action
+from .shaping import nft_in_root
 from .topology import apply_impairments
-
 
 
 class Nemesis:
@@ -125,12 +125,9 @@ class Nemesis:
                 pass
 
     def _exec(self, action: Action) -> Dict[str, Any]:
-        from .runtimes import runtime_class
-
         node = self.lab.topo.nodes[action.node]
         state = self.lab.state()["nodes"][action.node]
-        runtime = self.lab.runtimes.get(node.runtime) or runtime_class(node.runtime)(self.lab.names)
-        argv = runtime.exec_args(state, ["sh", "-c", action.command], interactive=False)
+        argv = self.lab.runtimes[node.runtime].exec_args(state, ["sh", "-c", action.command], interactive=False)
         try:
             res = subprocess.run(argv, capture_output=True, text=True, timeout=30)
         except subprocess.TimeoutExpired:
@@ -202,16 +199,10 @@ class Nemesis:
                         continue
                     lines.append(f'add rule bridge {table} partition oifname "{port}" ip saddr {{ {elements} }} drop')
                     lines.append(f'add rule bridge {table} partition oifname "{port}" arp saddr ip {{ {elements} }} drop')
-        self._nft("\n".join(lines) + "\n")
+        nft_in_root("\n".join(lines) + "\n")
         self.partitioned = True
         return {"groups": action.groups}
 
     def _heal(self, action: Optional[Action]) -> None:
-        self._nft(f"flush chain bridge {self.lab.names.nft_table} partition\n")
+        nft_in_root(f"flush chain bridge {self.lab.names.nft_table} partition\n")
         self.partitioned = False
-
-    @staticmethod
-    def _nft(script: str) -> None:
-        res = subprocess.run(["nft", "-f", "-"], input=script, capture_output=True, text=True)
-        if res.returncode != 0:
-            raise TestbedError(f"partition: {res.stderr.strip()}")

@@ -66,6 +66,7 @@ class Lab:
         self.seed = seed
         self.hold_workload = hold_workload  # agents wait for start_workload() (runs)
         self.workload_started = False
+        self._all_agents_stopped = False  # set by stop_agents() for all nodes, until one starts again
         self.capabilities = capabilities or detect()
         self.shaper: Shaper = choose(self.capabilities)
         self.extra_accepted = frozenset(accept_unemulated)
@@ -350,6 +351,8 @@ class Lab:
     def stop_agents(self, nodes: Optional[Iterable[str]] = None, timeout_s: float = 3.0) -> Dict[str, bool]:
         """SIGTERM the agents and wait for them to flush their logs and exit; True per node that
         exited in time (the others are killed)."""
+        if nodes is None:
+            self._all_agents_stopped = True
         pids = {}
         for node in nodes if nodes is not None else list(self.topo.nodes):
             pid = self.agent_pid(node)
@@ -387,6 +390,7 @@ class Lab:
     def start_agent(self, node: str) -> None:
         """A fresh agent process for the node (its network and container stay as they are); its
         workload starts at once if the lab's workload has started."""
+        self._all_agents_stopped = False
         runtime = self.runtimes[self.topo.nodes[node].runtime]
         runtime.start_agent(self.topo.nodes[node], self.started[node], self.node_dirs[node],
                             start_now=self.workload_started or not self.hold_workload)
@@ -428,7 +432,7 @@ class Lab:
         """Remove everything this lab created; safe to call on a half-built lab, and twice."""
         errors: List[str] = []
         t = time.monotonic()
-        if self.started:
+        if self.started and not self._all_agents_stopped:
             try:
                 self.stop_agents()  # let them flush their logs
             except Exception as exc:

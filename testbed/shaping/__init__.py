@@ -95,7 +95,7 @@ class Shaper:
     def setup(self, table: str) -> None:
         """Create the lab's bridge table (the machine's namespace); once per lab."""
         self.table = table
-        _run_root(["nft", "-f", "-"], bridge_table_script(table))
+        nft_in_root(bridge_table_script(table))
 
     def apply(self, direction: Direction, props: LinkProps) -> None:
         """Replace the shaping of one cable direction with `props`."""
@@ -166,7 +166,7 @@ class KernelShaper(Shaper):
         lines.append(f"flush chain bridge {self.table} {direction.chain}")
         if threshold:
             lines.append(f"add rule bridge {self.table} {direction.chain} {_chance(threshold)}counter drop")
-        _run_root(["nft", "-f", "-"], "\n".join(lines) + "\n")
+        nft_in_root("\n".join(lines) + "\n")
         self._chains.add(direction.chain)
 
     def _netdev_chain(self, port: Port, hook: str, rules) -> None:
@@ -199,10 +199,11 @@ class KernelShaper(Shaper):
                   "burst", str(burst), "latency", "100ms"])
 
 
-def _run_root(args: List[str], stdin: Optional[str] = None) -> None:
-    res = subprocess.run(args, input=stdin, capture_output=True, text=True)
+def nft_in_root(script: str) -> None:
+    """Apply an nftables script in the machine's namespace (the lab's bridge table lives there)."""
+    res = subprocess.run(["nft", "-f", "-"], input=script, capture_output=True, text=True)
     if res.returncode != 0:
-        raise TestbedError(f"'{' '.join(args)}' failed: {res.stderr.strip()}")
+        raise TestbedError(f"nft failed: {res.stderr.strip()}")
 
 
 def choose(capabilities: Capabilities) -> Shaper:
