@@ -29,14 +29,15 @@ mkdir -p "$log_dir"
 # --- Debian packages -------------------------------------------------------------------------
 packages=(docker.io mininet bridge-utils iptables nftables iproute2 tcpdump tshark iputils-ping
           debootstrap debian-archive-keyring busybox-static openssh-server python3-venv python3-dev
-          gcc libc6-dev default-jre-headless procps psmisc)
+          gcc libc6-dev openjdk-17-jre-headless procps psmisc)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# A Java runtime that is already there (any vendor) serves Spark as well as Debian's.
-if command -v java >/dev/null 2>&1; then
-  missing=("${missing[@]/default-jre-headless}")
+# A Java runtime of version 17 or later that is already there (any vendor) serves Spark 4 as well.
+if command -v java >/dev/null 2>&1 && \
+   [ "$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)" -ge 17 ] 2>/dev/null; then
+  missing=("${missing[@]/openjdk-17-jre-headless}")
 fi
 missing=($(printf '%s\n' "${missing[@]}" | grep -v '^$' || true))
 if [ "${#missing[@]}" -gt 0 ]; then

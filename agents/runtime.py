@@ -40,11 +40,12 @@ def now_ns() -> int:
 
 
 class EventLog:
-    """Buffered JSON-lines writer; flushed periodically and on stop."""
+    """JSON-lines writer, line-buffered: every event is in the file once written, so a node that
+    is killed (SIGKILL) leaves a history that ends at its last event rather than a lost buffer."""
 
     def __init__(self, path: str, node: str) -> None:
         self.node = node
-        self._file = open(path, "a", buffering=1 << 16)
+        self._file = open(path, "a", buffering=1)
         self._count = 0
 
     def write(self, event: str, t: Optional[int] = None, **fields: Any) -> None:
@@ -160,6 +161,10 @@ class Agent:
             header.flags |= Flags.ACK_REQUESTED
         datagrams = wire.fragment(header, body)
         sent_at = now_ns()  # before the first datagram leaves: a receiver may log before we do
+        if log:  # logged before transmitting: a node killed mid-send has no delivery without its send
+            self.log.write("send", t=sent_at, type=_type_name(mtype), origin=self.by_id.get(header.origin, header.origin),
+                           seq=seq, to=to if isinstance(to, str) else list(to), bytes=len(body),
+                           frags=len(datagrams), reliable=reliable, message_id=message_id, hops=hops)
         for address, target in targets:
             for datagram in datagrams:
                 self._sendto(datagram, address)
@@ -168,10 +173,6 @@ class Agent:
                     key = (address, header.origin, seq, frag_index)
                     self._pending[key] = [datagram, 1, time.monotonic() + self.config.reliable_timeout_ms / 1000,
                                           target]
-        if log:
-            self.log.write("send", t=sent_at, type=_type_name(mtype), origin=self.by_id.get(header.origin, header.origin),
-                           seq=seq, to=to if isinstance(to, str) else list(to), bytes=len(body),
-                           frags=len(datagrams), reliable=reliable, message_id=message_id, hops=hops)
         return seq
 
     def _sendto(self, datagram: bytes, address: str) -> None:

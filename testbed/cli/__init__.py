@@ -12,9 +12,9 @@ import sys
 from typing import List, Optional
 
 from ..errors import TestbedError
-from . import clean, doctor, down, exec_, images, ls, pingall, run, schema, topo, up
+from . import analyze, clean, doctor, down, exec_, images, ls, pingall, run, schema, topo, up
 
-VERBS = [doctor, run, up, down, exec_, ls, pingall, clean, topo, schema, images]
+VERBS = [doctor, run, analyze, up, down, exec_, ls, pingall, clean, topo, schema, images]
 
 
 class _Parser(argparse.ArgumentParser):

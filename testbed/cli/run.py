@@ -18,6 +18,8 @@ def register(sub) -> None:
     p.add_argument("--out", help="run directory (default runs/<run-id>); must not exist or be empty")
     add_accept_unemulated(p)
     p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.add_argument("--analyze", action="store_true", help="analyse the run afterwards (as 'testbed analyze')")
+    p.add_argument("--master", help="with --analyze: Spark master URL (default local)")
     p.set_defaults(run=run)
 
 
@@ -34,6 +36,11 @@ def run(args) -> int:
     status = manifest["status"]
     if status == "interrupted":
         return 130
+    if args.analyze:
+        from .analyze import print_summary
+        from spark_analysis.job import analyze
+        for res in analyze([execution.dir], master=args.master, progress=not args.quiet).values():
+            print_summary(res)
     return 0 if status == "completed" else 1
 
 

@@ -1,0 +1,115 @@
+"""From Spark's event tables to the checkers' History, and the measures computed on it.
+
+The history of a run is its application-level sends (with intended receivers, and the order,
+priority, vector-timestamp and dependency fields a protocol logs) and deliveries; nodes that
+crashed (kill or stop, until a start) come from the manifest's timeline as executed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import pandas as pd
+
+from .checkers import History, expected_pairs
+
+NODE_DOWN = {"kill", "stop"}
+NODE_UP = {"start"}
+
+
+def _json_tuple(text) -> Optional[tuple]:
+    if text is None or (isinstance(text, float) and np.isnan(text)):
+        return None
+    value = json.loads(text) if isinstance(text, str) else text
+    if isinstance(value, dict):  # a vector clock keyed by node position
+        value = [value[k] for k in sorted(value, key=lambda k: int(k))]
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+
+def down_intervals(manifest: dict) -> Dict[str, List[Tuple[int, Optional[int]]]]:
+    down: Dict[str, List[list]] = {}
+    for action in sorted(manifest.get("timeline", []), key=lambda a: a.get("t_ns") or 0):
+        if not action.get("ok", True) or action.get("t_ns") is None:
+            continue
+        nodes = action.get("nodes") or ([action["node"]] if action.get("node") else [])
+        for node in nodes:
+            spans = down.setdefault(node, [])
+            if action["action"] in NODE_DOWN and not (spans and spans[-1][1] is None):
+                spans.append([int(action["t_ns"]), None])
+            elif action["action"] in NODE_UP and spans and spans[-1][1] is None:
+                spans[-1][1] = int(action["t_ns"])
+    return {n: [tuple(s) for s in spans] for n, spans in down.items() if spans}
+
+
+def end_of_run(manifest: dict, deliveries: pd.DataFrame) -> int:
+    scen = manifest.get("scenario") or {}
+    t0 = manifest.get("t0_ns")
+    if t0 and scen.get("duration_s") is not None:
+        return int(t0 + (float(scen.get("duration_s", 0)) + float(scen.get("quiet_s", 0) or 0)) * 1e9)
+    return int(deliveries["t"].max()) if len(deliveries) else int(t0 or 0)
+
+
+def build_history(manifest: dict, sends: pd.DataFrame, deliveries: pd.DataFrame) -> History:
+    """sends: run's send events (origin, seq, type, t, intended, message_id, order, sequencer,
+    priority, vc, deps); deliveries: (node, origin, seq, type, t)."""
+    s = pd.DataFrame({
+        "msg": sends["origin"].astype(str) + ":" + sends["seq"].astype("int64").astype(str) + ":" + sends["type"],
+        "origin": sends["origin"].astype(str),
+        "seq": sends["seq"].astype("int64"),
+        "t": sends["t"].astype("int64"),
+        "eligible": [tuple(x) if x is not None else () for x in sends["intended"]],
+    })
+    for col in ("order", "priority"):
+        if col in sends and sends[col].notna().any():
+            s[col] = sends[col].astype("Int64")
+    if "sequencer" in sends and sends["sequencer"].notna().any():
+        s["sequencer"] = sends["sequencer"]
+    for col in ("vc", "deps"):
+        if col in sends and sends[col].notna().any():
+            s[col] = [_json_tuple(v) for v in sends[col]]
+    if "deps" in s:  # deps name messages as origin:seq; the history's ids carry the type too
+        types = dict(zip(s["origin"] + ":" + s["seq"].astype(str), s["msg"]))
+        s["deps"] = [tuple(types.get(d, d) for d in v) if v else None for v in s["deps"]]
+    d = pd.DataFrame({
+        "msg": deliveries["origin"].astype(str) + ":" + deliveries["seq"].astype("int64").astype(str) + ":"
+        + deliveries["type"].astype(str),
+        "node": deliveries["node"].astype(str),
+        "t": deliveries["t"].astype("int64"),
+    })
+    nodes = sorted(manifest.get("node_ids", {}), key=lambda n: manifest["node_ids"][n])
+    return History(sends=s, deliveries=d, nodes=nodes, down=down_intervals(manifest),
+                   end_ns=end_of_run(manifest, d))
+
+
+def gossip_measures(history: History, manifest: dict, wire: dict) -> Dict[str, object]:
+    """Reliability, atomicity, bimodality (from the history), RMR and control overhead (from the
+    wire), and convergence time after the last fault."""
+    correct = set(history.nodes) - set(history.down)
+    e = expected_pairs(history)  # E(m), as the checkers define it
+    e = e[e["node"].isin(correct)]
+    got = history.deliveries.drop_duplicates(["msg", "node"])
+    got = got[got["node"].isin(correct)]
+    merged = e.merge(got[["msg", "node"]], on=["msg", "node"], how="left", indicator=True)
+    per_msg = merged.assign(hit=merged["_merge"] == "both").groupby("msg")["hit"].agg(["sum", "count"])
+    rel = (per_msg["sum"] / per_msg["count"]).to_numpy() if len(per_msg) else np.zeros(0)
+    out: Dict[str, object] = {
+        "messages": int(len(rel)),
+        "reliability_mean": float(rel.mean()) if len(rel) else None,
+        "atomicity": float((rel >= 1.0).mean()) if len(rel) else None,
+        "bimodality": float(((rel > 0.1) & (rel < 0.9)).mean()) if len(rel) else None,
+    }
+    out.update({k: wire.get(k) for k in ("rmr", "rmr_messages", "control_overhead", "payload_packets",
+                                         "control_packets")})
+    # convergence: after the last fault ends, the time until the last delivery of a message sent before it
+    ends = [a["t_ns"] for a in manifest.get("timeline", []) if a.get("t_ns") and a.get("ok", True)]
+    if ends and len(history.deliveries):
+        last = max(ends)
+        before = set(history.sends.loc[history.sends["t"] <= last, "msg"])
+        late = history.deliveries[history.deliveries["msg"].isin(before) & (history.deliveries["t"] > last)]
+        out["last_fault_end_ns"] = int(last)
+        out["convergence_s"] = float((late["t"].max() - last) / 1e9) if len(late) else 0.0
+    else:
+        out["convergence_s"] = None
+    return out

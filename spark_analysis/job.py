@@ -1,0 +1,251 @@
+"""`testbed analyze`: run directories -> RUN_DIR/report/ (results.json, Parquet tables, plots, index.html).
+
+Stages: start Spark, read the manifests, decode the pcaps (vectorised reader in mapInArrow) and
+the event logs, compute the metrics in Spark, collect each run's history for the property
+checkers, write the Parquet tables, then results.json, the plots and index.html. The report is
+assembled in RUN_DIR/report.partial/ and replaces RUN_DIR/report/ only when complete, so a
+failed or interrupted analysis leaves the run directory as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional
+
+from .inputs import AnalysisError, RunInfo, local_path, normalise, read_events, read_manifest, read_packets
+
+RESULTS_VERSION = 1
+STAGES = ["starting Spark", "reading manifests", "decoding pcaps", "reading logs", "metrics", "checks",
+          "writing tables", "report"]
+
+
+class Progress:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.start = time.monotonic()
+        self.times: Dict[str, float] = {}
+        self._stage: Optional[str] = None
+        self._began = self.start
+
+    def stage(self, name: str) -> None:
+        now = time.monotonic()
+        if self._stage:
+            self.times[self._stage] = round(now - self._began, 3)
+        self._stage, self._began = name, now
+        if self.enabled and name:
+            i = STAGES.index(name) + 1 if name in STAGES else 0
+            print(f"\ranalyze [{i}/{len(STAGES)}] {name:<18} {now - self.start:6.1f}s", end="", file=sys.stderr,
+                  flush=True)
+
+    def done(self) -> None:
+        self.stage("")
+        if self.enabled:
+            print(f"\ranalyze done in {time.monotonic() - self.start:.1f}s{' ' * 30}", file=sys.stderr)
+
+
+def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = True,
+            spark=None) -> Dict[str, dict]:
+    """Analyse the runs; returns {run_id: results} and writes each RUN_DIR/report/."""
+    prog = Progress(progress)
+    prog.stage("starting Spark")
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from .session import spark_session
+    spark = spark or spark_session(master)
+    prog.stage("reading manifests")
+    runs = [read_manifest(spark, normalise(u)) for u in run_dirs]
+    seen: Dict[str, str] = {}
+    for r in runs:
+        if r.run_id in seen:
+            raise AnalysisError(f"{r.uri}: run id {r.run_id!r} is also the id of {seen[r.run_id]}; "
+                                f"analyse them separately")
+        seen[r.run_id] = r.uri
+
+    prog.stage("decoding pcaps")
+    raw = read_packets(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
+    files = raw.filter(F.col("kind") == 1).select("run", "node", "file", "file_records", "file_other",
+                                                  "file_damage").collect()
+    packets = raw.filter(F.col("kind") == 0).drop("kind", "file", "file_records", "file_other", "file_damage")
+
+    prog.stage("reading logs")
+    events = read_events(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
+    corrupt = {r["run"]: int(r["n"]) for r in events.filter(F.col("_corrupt_record").isNotNull())
+               .groupBy("run").agg(F.count(F.lit(1)).alias("n")).collect()}
+
+    prog.stage("metrics")
+    from .metrics import RunMetrics
+    m = RunMetrics(spark, packets, events, runs)
+    c = m.collect()
+
+    prog.stage("checks")
+    from .checkers import check_all
+    from .history import build_history, gossip_measures
+    checks: Dict[str, list] = {}
+    gossip: Dict[str, dict] = {}
+    for r in runs:
+        history = build_history(r.manifest, c.run(c.sends, r.run_id), c.run(c.deliveries, r.run_id))
+        checks[r.run_id] = check_all(history)
+        gossip[r.run_id] = gossip_measures(history, r.manifest, c.gossip_wire(r.run_id))
+
+    results: Dict[str, dict] = {}
+    for r in runs:
+        rid = r.run_id
+        mine = [f for f in files if f["run"] == rid]
+        damage = []
+        for f in mine:
+            for d in json.loads(f["file_damage"] or "[]"):
+                damage.append({"file": f["file"], **d})
+        results[rid] = {
+            "results_version": RESULTS_VERSION,
+            "run": _run_summary(r),
+            "input": {
+                "pcaps": {f["node"]: {"file": f["file"], "records": int(f["file_records"] or 0),
+                                      "other_traffic": int(f["file_other"] or 0)} for f in mine},
+                "testbed_packets": sum(int(f["file_records"] or 0) - int(f["file_other"] or 0) for f in mine),
+                "other_packets": sum(int(f["file_other"] or 0) for f in mine),
+                "damage": damage,
+                "unreadable_log_lines": corrupt.get(rid, 0),
+            },
+            "messages": c.message_level(rid),
+            "overhead": c.overhead(rid),
+            "application": c.application_level(rid),
+            "gossip": gossip.get(rid, {}),
+            "checks": checks.get(rid, []),
+            "per_node": c.per_node(rid),
+            "series": c.series(rid),
+        }
+    if len(runs) > 1:
+        comparison = compare(results)
+        for res in results.values():
+            res["comparison"] = comparison
+
+    prog.stage("writing tables")
+    partial = {r.run_id: _partial_uri(r) for r in runs}
+    for r in runs:
+        _remove(spark, partial[r.run_id])
+    for name, table in (("packets", packets), ("events", events.drop("_corrupt_record")),
+                        ("receptions", m.pairs)):
+        for r in runs:
+            (table.filter(F.col("run") == r.run_id).coalesce(max(1, spark.sparkContext.defaultParallelism))
+             .write.mode("overwrite").parquet(f"{partial[r.run_id]}/{name}.parquet"))
+
+    prog.stage("report")
+    from .report import write_report
+    for r in runs:
+        rid = r.run_id
+        results[rid]["timings_s"] = dict(prog.times)
+        with tempfile.TemporaryDirectory(prefix="testbed-report-") as tmp:
+            write_report(tmp, results[rid], c.latency_samples(rid), c.heatmap(rid),
+                         others={k: v for k, v in results.items() if k != rid})
+            _upload(spark, tmp, partial[rid])
+        _replace(spark, partial[rid], _report_uri(r))
+    raw.unpersist()
+    events.unpersist()
+    prog.done()
+    return results
+
+
+def _run_summary(r: RunInfo) -> dict:
+    mf = r.manifest
+    scen = mf.get("scenario") or {}
+    return {"id": r.run_id, "directory": r.uri, "status": mf.get("status"), "scenario": scen.get("name"),
+            "seed": mf.get("seed"), "duration_s": scen.get("duration_s"), "nodes": len(r.node_ids),
+            "t0_ns": mf.get("t0_ns"), "started_at": mf.get("started_at"),
+            "timeline": [{k: a.get(k) for k in ("action", "node", "link", "t_ns", "t_s", "ok", "from")
+                          if a.get(k) is not None} for a in mf.get("timeline", [])]}
+
+
+COMPARED = [
+    ("delivery ratio", ("messages", "all", "delivery_ratio")),
+    ("first-copy latency median (ms)", ("messages", "all", "first_copy_latency", "median_ms")),
+    ("first-copy latency p95 (ms)", ("messages", "all", "first_copy_latency", "p95_ms")),
+    ("delivery time to all, mean (ms)", ("messages", "all", "delivery_time_to_all", "mean_ms")),
+    ("message time gap, mean (ms)", ("messages", "all", "message_time_gap", "mean_ms")),
+    ("duplicates received", ("messages", "all", "duplicates_received")),
+    ("packets per delivered message", ("overhead", "total_per_delivered")),
+    ("retransmissions", ("overhead", "total", "retransmissions")),
+    ("delivered (application)", ("application", "all", "delivered")),
+    ("delivery latency median (ms)", ("application", "all", "delivery_latency", "median_ms")),
+    ("reliability", ("gossip", "reliability_mean")),
+    ("atomicity", ("gossip", "atomicity")),
+]
+
+
+def lookup(res: dict, path) -> object:
+    value = res
+    for key in path:
+        if key == "total_per_delivered" and isinstance(value, dict):
+            d = value.get("delivered_data")
+            return (value.get("total", {}).get("packets", 0) / d) if d else None
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def compare(results: Dict[str, dict]) -> dict:
+    """Several runs side by side: {"runs": [ids], "metrics": {label: [value per run]}}"""
+    ids = list(results)
+    return {"runs": ids, "seeds": [results[i]["run"].get("seed") for i in ids],
+            "metrics": {label: [lookup(results[i], path) for i in ids] for label, path in COMPARED}}
+
+
+# -- where the report goes (any file system Spark reaches) -----------------------------------------
+
+def _report_uri(r: RunInfo) -> str:
+    return f"{r.uri}/report"
+
+
+def _partial_uri(r: RunInfo) -> str:
+    return f"{r.uri}/report.partial"
+
+
+def _fs(spark, uri: str):
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path.getFileSystem(spark._jsc.hadoopConfiguration()), path
+
+
+def _remove(spark, uri: str) -> None:
+    local = local_path(uri)
+    if local is not None:
+        shutil.rmtree(local, ignore_errors=True)
+        return
+    fs, path = _fs(spark, uri)
+    fs.delete(path, True)
+
+
+def _upload(spark, local_dir: str, uri: str) -> None:
+    local = local_path(uri)
+    if local is not None:
+        os.makedirs(local, exist_ok=True)
+        for name in os.listdir(local_dir):
+            shutil.copy2(os.path.join(local_dir, name), os.path.join(local, name))
+        return
+    fs, path = _fs(spark, uri)
+    jvm = spark._jvm
+    for name in os.listdir(local_dir):
+        fs.copyFromLocalFile(False, True, jvm.org.apache.hadoop.fs.Path("file:" + os.path.join(local_dir, name)),
+                             jvm.org.apache.hadoop.fs.Path(f"{uri}/{name}"))
+
+
+def _replace(spark, partial: str, final: str) -> None:
+    local_p, local_f = local_path(partial), local_path(final)
+    if local_p is not None and local_f is not None:
+        old = local_f + ".old"
+        shutil.rmtree(old, ignore_errors=True)
+        if os.path.exists(local_f):
+            os.rename(local_f, old)
+        os.rename(local_p, local_f)
+        shutil.rmtree(old, ignore_errors=True)
+        return
+    fs, fpath = _fs(spark, final)
+    _, ppath = _fs(spark, partial)
+    fs.delete(fpath, True)
+    fs.rename(ppath, fpath)

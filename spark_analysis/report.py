@@ -1,0 +1,294 @@
+"""The report of an analysis: results.json, PNG plots and an index.html a person reads in a browser."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from typing import Dict, List, Optional
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+FAULTS = {"kill", "stop", "pause", "link_down", "set_link", "partition"}
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        if v != v:
+            return "–"
+        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:.3e}"
+    return html.escape(str(v))
+
+
+def _table(headers: List[str], rows: List[list], cls: str = "") -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_fmt(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _t_rel(action: dict, t0: Optional[int]) -> Optional[float]:
+    if action.get("t_ns") is None or not t0:
+        return action.get("t_s")
+    return (action["t_ns"] - t0) / 1e9
+
+
+def _mark_faults(ax, timeline: List[dict], t0: Optional[int]) -> None:
+    for a in timeline:
+        t = _t_rel(a, t0)
+        if t is None:
+            continue
+        fault = a.get("action") in FAULTS and "for" not in (a.get("from") or "") and not \
+            (a.get("action") == "set_link" and " for " in (a.get("from") or ""))
+        ax.axvline(t, color="tab:red" if fault else "tab:green", linestyle="--", linewidth=0.8, alpha=0.8)
+        label = a.get("action", "") + (f" {a['node']}" if a.get("node") else "")
+        ax.annotate(label, (t, 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=6,
+                    va="top", ha="right", color="tab:red" if fault else "tab:green")
+
+
+def plot_latency_cdf(path: str, samples: List[float], others: Dict[str, List[float]] = None) -> None:
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for label, data in [("this run", samples)] + list((others or {}).items()):
+        if len(data):
+            x = np.sort(np.asarray(data))
+            ax.plot(x, np.arange(1, len(x) + 1) / len(x), label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("first-copy latency (ms)")
+    ax.set_ylabel("share of receptions")
+    ax.set_title("Latency CDF")
+    ax.grid(alpha=0.3)
+    if others:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_series(path: str, series: List[dict], timeline: List[dict], t0: Optional[int]) -> None:
+    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(8, 6.5), sharex=True)
+    sec = [r["second"] for r in series]
+    a1.plot(sec, [r["delivery_ratio"] if r["delivery_ratio"] is not None else np.nan for r in series],
+            marker=".", color="tab:blue")
+    a1.set_ylabel("delivery ratio")
+    a1.set_ylim(-0.05, 1.05)
+    a2.plot(sec, [r.get("latency_mean_ms") if r.get("latency_mean_ms") is not None else np.nan for r in series],
+            marker=".", label="mean")
+    a2.plot(sec, [r.get("latency_p95_ms") if r.get("latency_p95_ms") is not None else np.nan for r in series],
+            marker=".", label="p95")
+    a2.set_ylabel("latency (ms)")
+    a2.legend(fontsize=7)
+    a3.plot(sec, [r["sent"] for r in series], label="sent")
+    a3.plot(sec, [r["delivered"] for r in series], label="delivered")
+    a3.plot(sec, [r["packets_sent"] for r in series], label="packets sent", alpha=0.6)
+    a3.set_ylabel("per second")
+    a3.set_xlabel("seconds since t0 (by send time)")
+    a3.legend(fontsize=7)
+    for ax in (a1, a2, a3):
+        _mark_faults(ax, timeline, t0)
+        ax.grid(alpha=0.3)
+    a1.set_title("Over time (dashed: timeline actions; red faults, green recoveries)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_heatmap(path: str, cells: List[dict], node_order: List[str]) -> None:
+    if not cells:
+        return
+    secs = sorted({c["second"] for c in cells})
+    nodes = [n for n in node_order if any(c["node"] == n for c in cells)] or sorted({c["node"] for c in cells})
+    grid = np.full((len(nodes), len(secs)), np.nan)
+    ni = {n: i for i, n in enumerate(nodes)}
+    si = {s: i for i, s in enumerate(secs)}
+    for c in cells:
+        if c["node"] in ni and c["intended"]:
+            grid[ni[c["node"]], si[c["second"]]] = c["reached"] / c["intended"]
+    fig, ax = plt.subplots(figsize=(8, max(2.5, 0.12 * len(nodes) + 1)))
+    im = ax.imshow(grid, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=1,
+                   extent=(secs[0] - 0.5, secs[-1] + 0.5, len(nodes) - 0.5, -0.5))
+    if len(nodes) <= 60:
+        ax.set_yticks(range(len(nodes)))
+        ax.set_yticklabels(nodes, fontsize=5 if len(nodes) > 30 else 7)
+    ax.set_xlabel("seconds since t0 (by send time)")
+    ax.set_title("Delivery ratio per receiving node and second")
+    fig.colorbar(im, ax=ax, fraction=0.03)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_types(path: str, overhead: dict) -> None:
+    by_type = overhead.get("by_type", {})
+    if not by_type:
+        return
+    names = sorted(by_type, key=lambda t: -by_type[t]["packets"])
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.bar(names, [by_type[n]["packets"] for n in names], color="tab:blue", label="packets")
+    ax.bar(names, [by_type[n]["retransmissions"] for n in names], color="tab:orange", label="retransmissions")
+    ax.set_ylabel("packets sent")
+    ax.set_title("Messages by type")
+    ax.legend(fontsize=7)
+    plt.setp(ax.get_xticklabels(), rotation=20, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_comparison(out_dir: str, comparison: dict) -> List[str]:
+    files = []
+    runs = comparison["runs"]
+    for i, (label, values) in enumerate(comparison["metrics"].items()):
+        if all(v is None for v in values):
+            continue
+        fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(runs) + 2), 2.8))
+        ax.bar(range(len(runs)), [v if v is not None else 0 for v in values], color="tab:purple")
+        ax.set_xticks(range(len(runs)))
+        ax.set_xticklabels(runs, rotation=30, ha="right", fontsize=6)
+        ax.set_title(label, fontsize=9)
+        fig.tight_layout()
+        name = f"compare_{i:02d}.png"
+        fig.savefig(os.path.join(out_dir, name), dpi=100)
+        plt.close(fig)
+        files.append(name)
+    return files
+
+
+CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:0.5em 0 1.5em 0;font-size:13px}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f0f0f0}
+td:first-child,th:first-child{text-align:left}
+.valid{color:#080;font-weight:bold}.invalid{color:#b00;font-weight:bold}.unknown{color:#a60;font-weight:bold}
+pre{background:#f7f7f7;padding:6px;font-size:12px;overflow-x:auto}img{max-width:100%}"""
+
+
+def write_report(out_dir: str, results: dict, latency_samples: List[float], heat: List[dict],
+                 others: Optional[Dict[str, dict]] = None) -> None:
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "results.json"), "w") as fh:
+        json.dump(results, fh, indent=1, default=_json_default)
+    run = results["run"]
+    t0 = run.get("t0_ns")
+    plot_latency_cdf(os.path.join(out_dir, "latency_cdf.png"), latency_samples)
+    plot_series(os.path.join(out_dir, "timeseries.png"), results.get("series", []), run.get("timeline", []), t0)
+    node_order = list(results.get("per_node", {}))
+    plot_heatmap(os.path.join(out_dir, "heatmap.png"), heat, sorted(node_order, key=_natural))
+    plot_types(os.path.join(out_dir, "types.png"), results.get("overhead", {}))
+    compare_files = plot_comparison(out_dir, results["comparison"]) if results.get("comparison") else []
+    with open(os.path.join(out_dir, "index.html"), "w") as fh:
+        fh.write(render_html(results, out_dir, compare_files))
+
+
+def _natural(name: str):
+    import re
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, (np.ndarray, tuple, set)):
+        return list(o)
+    return str(o)
+
+
+def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
+    run = res["run"]
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Run {html.escape(run['id'])}</title>"
+             f"<style>{CSS}</style></head><body>",
+             f"<h1>Run {html.escape(run['id'])}</h1>",
+             _table(["scenario", "status", "seed", "duration (s)", "nodes", "started"],
+                    [[run.get("scenario"), run.get("status"), run.get("seed"), run.get("duration_s"), run.get("nodes"),
+                      run.get("started_at")]])]
+    inp = res.get("input", {})
+    parts.append("<h2>Input</h2>")
+    parts.append(_table(["testbed packets", "other packets", "pcap files", "damaged files", "unreadable log lines"],
+                        [[inp.get("testbed_packets"), inp.get("other_packets"), len(inp.get("pcaps", {})),
+                          len({d["file"] for d in inp.get("damage", [])}), inp.get("unreadable_log_lines")]]))
+    if inp.get("damage"):
+        parts.append(_table(["file", "offset", "damage"], [[d["file"], d["offset"], d["reason"]]
+                                                          for d in inp["damage"]]))
+    parts.append("<h2>Messages on the wire</h2>")
+    rows = []
+    for t, m in sorted(res.get("messages", {}).items(), key=lambda kv: (kv[0] != "all", kv[0])):
+        lat = m.get("first_copy_latency", {})
+        dall = m.get("delivery_time_to_all", {})
+        rows.append([t, m.get("sent"), m.get("intended_receivers"), m.get("received"), m.get("delivery_ratio"),
+                     lat.get("min_ms"), lat.get("q1_ms"), lat.get("median_ms"), lat.get("q3_ms"), lat.get("p95_ms"),
+                     lat.get("p99_ms"), lat.get("max_ms"), dall.get("mean_ms"), m.get("duplicates_received")])
+    parts.append(_table(["type", "sent", "intended receivers", "reached", "delivery ratio", "latency min (ms)",
+                         "q1", "median", "q3", "p95", "p99", "max", "delivery time to all, mean (ms)",
+                         "duplicates received"], rows))
+    gap = res.get("messages", {}).get("all", {}).get("message_time_gap")
+    if gap:
+        parts.append(f"<p>Message time gap (mean over {gap['receivers']} receivers): "
+                     f"{_fmt(gap['mean_ms'])} ms (std {_fmt(gap['std_ms'])} ms)</p>")
+    ov = res.get("overhead", {})
+    if ov:
+        parts.append("<h2>Overhead</h2>")
+        rows = [[t, e["packets"], e["bytes"], e["header_bytes"], e["retransmissions"], e.get("packets_per_delivered"),
+                 e.get("bytes_per_delivered")] for t, e in sorted(ov.get("by_class", {}).items())]
+        rows += [[f"type {t}", e["packets"], e["bytes"], e["header_bytes"], e["retransmissions"],
+                  e.get("packets_per_delivered"), e.get("bytes_per_delivered")]
+                 for t, e in sorted(ov.get("by_type", {}).items())]
+        parts.append(_table(["class / type", "packets", "bytes", "header bytes", "retransmissions",
+                             "packets per delivered message", "bytes per delivered message"], rows))
+    app = res.get("application", {})
+    if app:
+        parts.append("<h2>Application (event logs)</h2>")
+        rows = []
+        for t, a in sorted(app.items(), key=lambda kv: (kv[0] != "all", kv[0])):
+            lat, age = a.get("delivery_latency", {}), a.get("knowledge_age", {})
+            rows.append([t, a.get("sent"), a.get("delivered"), a.get("distinct_deliveries"), lat.get("median_ms"),
+                         lat.get("p95_ms"), lat.get("max_ms"), age.get("median_ms"), age.get("p95_ms")])
+        parts.append(_table(["type", "sent", "delivered", "distinct (node, message)", "latency median (ms)", "p95",
+                             "max", "knowledge age median (ms)", "p95"], rows))
+    g = res.get("gossip", {})
+    if g:
+        parts.append("<h2>Dissemination measures</h2>")
+        parts.append(_table(["reliability", "atomicity", "bimodality", "RMR", "control overhead",
+                             "convergence after last fault (s)"],
+                            [[g.get("reliability_mean"), g.get("atomicity"), g.get("bimodality"), g.get("rmr"),
+                              g.get("control_overhead"), g.get("convergence_s")]]))
+    parts.append("<h2>Property checks</h2>")
+    rows = []
+    for c in res.get("checks", []):
+        verdict = c.get("verdict")
+        anomalies = ", ".join(f"{k}: {v}" for k, v in (c.get("anomalies") or {}).items() if v)
+        rows.append((c.get("check"), verdict, anomalies))
+    parts.append("<table><thead><tr><th>check</th><th>verdict</th><th>anomalies</th></tr></thead><tbody>"
+                 + "".join(f"<tr><td>{html.escape(str(a))}</td><td class='{html.escape(str(b))}'>{html.escape(str(b))}"
+                           f"</td><td>{html.escape(c)}</td></tr>" for a, b, c in rows) + "</tbody></table>")
+    for c in res.get("checks", []):
+        ce = {k: v for k, v in (c.get("counterexamples") or {}).items() if v}
+        if ce:
+            parts.append(f"<h3>{html.escape(str(c.get('check')))}: counterexamples</h3>"
+                         f"<pre>{html.escape(json.dumps(ce, indent=1, default=_json_default)[:6000])}</pre>")
+    parts.append("<h2>Plots</h2>")
+    for name, alt in (("timeseries.png", "over time"), ("latency_cdf.png", "latency CDF"),
+                      ("heatmap.png", "per-node heat map"), ("types.png", "messages by type")):
+        if os.path.exists(os.path.join(out_dir, name)):
+            parts.append(f"<p><img src='{name}' alt='{alt}'></p>")
+    per_node = res.get("per_node", {})
+    if per_node:
+        parts.append("<h2>Per node</h2>")
+        rows = [[n, e.get("sent"), e.get("delivered"), e.get("intended"), e.get("reached"), e.get("delivery_ratio"),
+                 e.get("latency_mean_ms"), e.get("packets_sent"), e.get("packets_received")]
+                for n, e in sorted(per_node.items(), key=lambda kv: _natural(kv[0]))]
+        parts.append(_table(["node", "sent", "delivered", "intended receptions", "reached", "delivery ratio",
+                             "latency mean (ms)", "packets sent", "packets received"], rows))
+    comp = res.get("comparison")
+    if comp:
+        parts.append("<h2>Compared runs</h2>")
+        rows = [[label] + values for label, values in comp["metrics"].items()]
+        parts.append(_table(["metric"] + comp["runs"], rows))
+        parts += [f"<p><img src='{f}'></p>" for f in compare_files]
+    parts.append("<p>Tables: packets.parquet, events.parquet, receptions.parquet, messages.parquet; "
+                 "all figures in results.json.</p></body></html>")
+    return "\n".join(parts)

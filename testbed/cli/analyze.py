@@ -1,0 +1,73 @@
+"""`testbed analyze RUN_DIR [RUN_DIR ...]`: delivery metrics, property checks and a report per run."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..errors import UsageError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("analyze", help="analyse run directories with PySpark into RUN_DIR/report/")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                   help="run directories (local paths or any URI Spark reads: file:, hdfs:, s3a:, ...)")
+    p.add_argument("--master", help="Spark master URL (default: local[N] over this machine's cores)")
+    p.add_argument("--quiet", action="store_true", help="no progress line")
+    p.set_defaults(run=run)
+
+
+def check_local(run_dir: str) -> None:
+    """A local run directory must hold a manifest: said before Spark starts."""
+    from spark_analysis.inputs import local_path
+
+    local = local_path(run_dir)
+    if local is None:
+        return
+    if not os.path.isdir(local):
+        raise UsageError(f"{run_dir}: no such run directory")
+    if not os.path.isfile(os.path.join(local, "manifest.json")):
+        raise UsageError(f"{run_dir}: not a run directory (no manifest.json; a run directory is what "
+                         f"'testbed run' writes under runs/)")
+
+
+def run(args) -> int:
+    for d in args.run_dirs:
+        check_local(d)
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise UsageError("pyspark is not installed: run ./setup.sh (or pip install -e .)") from None
+    from spark_analysis.job import analyze
+
+    results = analyze(args.run_dirs, master=args.master, progress=not args.quiet)
+    for res in results.values():
+        print_summary(res)
+    return 0
+
+
+def print_summary(res: dict) -> None:
+    run = res["run"]
+    msg = res.get("messages", {}).get("all", {})
+    lat = msg.get("first_copy_latency", {})
+    app = res.get("application", {}).get("all", {})
+    checks = res.get("checks", [])
+    verdicts = {}
+    for c in checks:
+        verdicts.setdefault(c.get("verdict"), []).append(c.get("check"))
+
+    def f(v, spec=".3f"):
+        return "-" if v is None else format(v, spec)
+
+    print(f"run {run['id']}: {run.get('status')}")
+    print(f"  messages sent {msg.get('sent', 0)}, receivers reached {msg.get('received', 0)}"
+          f"/{msg.get('intended_receivers', 0)} (delivery ratio {f(msg.get('delivery_ratio'))})")
+    print(f"  first-copy latency ms: median {f(lat.get('median_ms'))}, p95 {f(lat.get('p95_ms'))}, "
+          f"max {f(lat.get('max_ms'))}; delivered to applications {app.get('delivered', 0)}")
+    print("  checks: " + "; ".join(f"{v} {len(names)} ({', '.join(names)})" for v, names in sorted(verdicts.items())))
+    damage = res.get("input", {}).get("damage", [])
+    if damage:
+        print(f"  damaged input: {len(damage)} place(s), e.g. {damage[0]['file']} at byte {damage[0]['offset']}: "
+              f"{damage[0]['reason']}", file=sys.stderr)
+    report = run["directory"].rstrip("/") + "/report/index.html"
+    print(f"  report: {os.path.relpath(report) if '://' not in report and not report.startswith('file:') else report}")

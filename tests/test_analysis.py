@@ -1,0 +1,342 @@
+"""The analysis: the vectorised pcap reader against scapy and tshark, the Spark job against the
+ground truth of synthetic runs and against the logs and captures of real runs, the report, and
+bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+from scapy.utils import RawPcapReader
+
+from agents import wire
+from spark_analysis.pcapreader import DIR_FORWARDED, DIR_IN, DIR_OUT, local_addresses, read_bytes, read_file
+from spark_analysis.synthetic import make_run
+
+from .conftest import ROOT
+
+
+def scapy_decode(path, node_id=0):
+    """(ts_ns, origin, seq, sender, type, frag_index, outbound) of every testbed packet, by scapy."""
+    out = []
+    for data, meta in RawPcapReader(path):
+        frame = bytes(data)
+        if len(frame) < 14 + 20 + 8 + 32 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
+            continue
+        ihl = (frame[14] & 0x0F) * 4
+        if struct.unpack("!H", frame[20:22])[0] & 0x1FFF:
+            continue
+        try:
+            header = wire.decode(frame[14 + ihl + 8:])[0]
+        except wire.WireError:
+            continue
+        ts = meta.sec * 1_000_000_000 + meta.usec * 1000
+        out.append((ts, header.origin, header.sequence, header.sender, header.type, header.frag_index,
+                    header.sender == node_id))
+    return out
+
+
+def ours(data):
+    c = data.columns
+    return list(zip(c["ts_ns"].tolist(), c["origin"].tolist(), c["seq"].tolist(), c["sender"].tolist(),
+                    c["type"].tolist(), c["frag_index"].tolist(), (c["direction"] == DIR_OUT).tolist()))
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    base = tmp_path_factory.mktemp("synthetic")
+    clean = str(base / "clean")
+    truth = make_run(clean, packets=40_000, seed=3, loss=0.1, duplicate=0.02)
+    damaged = str(base / "damaged")
+    damaged_truth = make_run(damaged, packets=40_000, seed=3, loss=0.1, duplicate=0.02,
+                             corrupt={"truncate": ["c1"], "garbage": ["c7"]})
+    return {"clean": clean, "truth": truth, "damaged": damaged, "damaged_truth": damaged_truth}
+
+
+def node_ids(run_dir):
+    with open(os.path.join(run_dir, "manifest.json")) as fh:
+        return json.load(fh)["node_ids"]
+
+
+# -- the reader --------------------------------------------------------------------------------
+
+def test_reader_agrees_with_scapy_packet_by_packet(synthetic):
+    run = synthetic["clean"]
+    ids = node_ids(run)
+    total = 0
+    for node in ("srv1", "c1", "c77", "c155"):
+        path = os.path.join(run, "pcap", f"{node}.pcap")
+        data = read_file(path, ids[node])
+        assert ours(data) == scapy_decode(path, ids[node])
+        assert data.damage == []
+        assert data.records == sum(1 for _ in RawPcapReader(path))
+        total += data.packets
+    assert total > 0
+    every = sum(read_file(os.path.join(run, "pcap", f), ids[f[:-5]]).packets
+                for f in os.listdir(os.path.join(run, "pcap")))
+    assert every == synthetic["truth"]["testbed_packets"]
+
+
+def test_reader_reports_truncation_and_garbage_and_keeps_the_readable_prefix(synthetic):
+    run, truth = synthetic["damaged"], synthetic["damaged_truth"]["corruption"]
+    ids = node_ids(run)
+    cut = read_file(os.path.join(run, "pcap", "c1.pcap"), ids["c1"])
+    assert cut.records == truth["truncate"]["c1"]["complete_records"]
+    assert [d["offset"] for d in cut.damage] == [truth["truncate"]["c1"]["last_record_offset"]]
+    assert "truncated" in cut.damage[0]["reason"]
+    bad = read_file(os.path.join(run, "pcap", "c7.pcap"), ids["c7"])
+    garbage = truth["garbage"]["c7"]
+    offset = garbage["offset"] if isinstance(garbage, dict) else garbage
+    assert len(bad.damage) == 1 and bad.damage[0]["offset"] == offset
+    # the prefix is every record before the damaged header, identical to scapy's first records
+    path = os.path.join(run, "pcap", "c7.pcap")
+    expected = scapy_decode_prefix(path, ids["c7"], offset)
+    assert ours(bad) == expected and len(expected) > 0
+
+
+def scapy_decode_prefix(path, node_id, limit):
+    with open(path, "rb") as fh:
+        head = fh.read(limit)
+    tmp = path + ".prefix"
+    with open(tmp, "wb") as fh:
+        fh.write(head)
+    try:
+        return scapy_decode(tmp, node_id)
+    finally:
+        os.unlink(tmp)
+
+
+def _swap_to_big_endian_ns(data: bytes) -> bytes:
+    """The same capture as a big-endian, nanosecond pcap (test-side conversion, record by record)."""
+    out = bytearray()
+    magic, vmaj, vmin, zone, sig, snap, link = struct.unpack("<IHHiIII", data[:24])
+    out += struct.pack(">IHHiIII", 0xA1B23C4D, vmaj, vmin, zone, sig, snap, link)
+    off = 24
+    while off + 16 <= len(data):
+        sec, usec, incl, orig = struct.unpack("<IIII", data[off:off + 16])
+        out += struct.pack(">IIII", sec, usec * 1000, incl, orig) + data[off + 16:off + 16 + incl]
+        off += 16 + incl
+    return bytes(out)
+
+
+def test_reader_reads_big_endian_nanosecond_files_and_rejects_what_is_not_pcap(synthetic):
+    path = os.path.join(synthetic["clean"], "pcap", "c2.pcap")
+    with open(path, "rb") as fh:
+        data = fh.read()
+    little = read_bytes(data, 2)
+    big = read_bytes(_swap_to_big_endian_ns(data), 2)
+    assert ours(big) == ours(little) and big.damage == []
+    for blob, words in ((b"\x0a\x0d\x0d\x0a" + bytes(40), "pcapng"), (b"GIF89a" + bytes(40), "not a pcap"),
+                        (data[:10], "shorter"), (data[:24 + 7], "truncated record header")):
+        result = read_bytes(blob)
+        assert result.packets == 0 and words in result.damage[0]["reason"]
+
+
+def test_direction_tells_sent_received_and_forwarded():
+    """A router's capture holds packets it forwards: neither sent nor received by its agent."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
+    import tempfile
+
+    def tb(sender, origin, seq):
+        return wire.encode(wire.Header(type=wire.MessageType.PROBE, origin=origin, sequence=seq, sender=sender))
+
+    frames = [Ether() / IP(src="10.0.0.1", dst="10.0.1.2") / UDP(sport=7777, dport=7777) / tb(1, 1, 1),
+              Ether() / IP(src="10.0.1.2", dst="10.0.0.1") / UDP(sport=7777, dport=7777) / tb(5, 5, 1),
+              Ether() / IP(src="10.0.1.2", dst="10.0.0.255") / UDP(sport=7777, dport=7777) / tb(5, 5, 2),
+              Ether() / IP(src="10.0.2.7", dst="10.0.1.2") / UDP(sport=7777, dport=7777) / tb(7, 7, 1)]
+    with tempfile.NamedTemporaryFile(suffix=".pcap") as fh:
+        wrpcap(fh.name, frames)
+        data = read_file(fh.name, 1, local_addresses(["10.0.0.1/24"]))
+    assert data.columns["direction"].tolist() == [DIR_OUT, DIR_IN, DIR_IN, DIR_FORWARDED]
+
+
+# -- the Spark job on synthetic runs ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def spark():
+    from spark_analysis.session import spark_session
+    session = spark_session("local[2]")
+    yield session
+    session.stop()
+
+
+def test_analysis_of_a_synthetic_run_matches_its_ground_truth(synthetic, spark, tmp_path):
+    from spark_analysis.job import analyze
+
+    run = str(tmp_path / "run")
+    shutil.copytree(synthetic["clean"], run)
+    truth = synthetic["truth"]
+    res = analyze([run], spark=spark, progress=False)
+    (r,) = res.values()
+    probe = r["messages"]["PROBE"]
+    assert probe["sent"] == truth["messages"]["PROBE"]
+    assert probe["intended_receivers"] == truth["intended_receivers"]["total"]
+    # redundant receptions: network duplicates and retransmitted copies of what had arrived, by scapy
+    ids = node_ids(run)
+    copies = {}
+    for name in os.listdir(os.path.join(run, "pcap")):
+        for p in scapy_decode(os.path.join(run, "pcap", name), ids[name[:-5]]):
+            if not p[6] and p[4] == wire.MessageType.PROBE:
+                key = (name, p[1], p[2], p[5])
+                copies[key] = copies.get(key, 0) + 1
+    assert probe["duplicates_received"] == sum(n - 1 for n in copies.values())
+    assert probe["duplicates_received"] >= truth["duplicates_captured"]["PROBE"]
+    assert r["overhead"]["total"]["retransmissions"] == truth["retransmissions"]
+    assert r["input"]["testbed_packets"] == truth["testbed_packets"]
+    assert r["input"]["other_packets"] == truth["non_testbed_frames"]
+    assert r["application"]["all"]["delivered"] == truth["deliveries"]
+    ratio = probe["delivery_ratio"]
+    assert 0.8 < ratio < 0.99  # 10% of copies are lost; reliable messages are retransmitted
+    lat = probe["first_copy_latency"]
+    assert 0.098 <= lat["min_ms"] <= lat["median_ms"] <= lat["p99_ms"] <= lat["max_ms"]
+    checks = {c["check"]: c for c in r["checks"]}
+    assert checks["at-most-once"]["verdict"] == "valid"
+    assert checks["at-least-once"]["verdict"] == "invalid"
+    assert checks["at-least-once"]["anomalies"]["lost"] == truth["undelivered"]
+    assert checks["no-phantom"]["verdict"] == "valid"
+    report = os.path.join(run, "report")
+    for name in ("results.json", "index.html", "latency_cdf.png", "timeseries.png", "heatmap.png", "types.png"):
+        assert os.path.getsize(os.path.join(report, name)) > 0, name
+    for table in ("packets", "events", "receptions"):
+        assert any(f.endswith(".parquet") for f in os.listdir(os.path.join(report, f"{table}.parquet")))
+    assert spark.read.parquet(os.path.join(report, "packets.parquet")).count() == truth["testbed_packets"]
+    with open(os.path.join(report, "results.json")) as fh:
+        assert json.load(fh)["messages"]["PROBE"]["sent"] == truth["messages"]["PROBE"]
+    html = open(os.path.join(report, "index.html")).read()
+    assert "at-least-once" in html and "latency_cdf.png" in html
+    assert not os.path.exists(os.path.join(run, "report.partial"))
+
+
+def test_damaged_pcaps_are_reported_and_do_not_fail_the_job(synthetic, spark, tmp_path):
+    from spark_analysis.job import analyze
+
+    run = str(tmp_path / "run")
+    shutil.copytree(synthetic["damaged"], run)
+    (r,) = analyze([run], spark=spark, progress=False).values()
+    damage = {os.path.basename(d["file"]): d for d in r["input"]["damage"]}
+    corruption = synthetic["damaged_truth"]["corruption"]
+    assert set(damage) == {"c1.pcap", "c7.pcap"}
+    assert damage["c1.pcap"]["offset"] == corruption["truncate"]["c1"]["last_record_offset"]
+    assert r["messages"]["PROBE"]["sent"] == synthetic["damaged_truth"]["messages"]["PROBE"]
+
+
+def test_several_runs_are_compared_side_by_side(synthetic, spark, tmp_path):
+    from spark_analysis.job import analyze
+
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    shutil.copytree(synthetic["clean"], a)
+    make_run(b, packets=20_000, seed=4, loss=0.0, duplicate=0.0)
+    with open(os.path.join(b, "manifest.json")) as fh:
+        manifest = json.load(fh)
+    manifest["run_id"] = "other-run"
+    with open(os.path.join(b, "manifest.json"), "w") as fh:
+        json.dump(manifest, fh)
+    res = analyze([a, b], spark=spark, progress=False)
+    comp = res["other-run"]["comparison"]
+    assert len(comp["runs"]) == 2
+    ratios = comp["metrics"]["delivery ratio"]
+    assert ratios[comp["runs"].index("other-run")] == 1.0 and ratios[0] < 1.0
+    assert any(f.startswith("compare_") for f in os.listdir(os.path.join(b, "report")))
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+def testbed(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "testbed", *args], capture_output=True, text=True, cwd=ROOT,
+                          **kwargs)
+
+
+def test_analyze_refuses_what_is_not_a_run_directory(tmp_path):
+    res = testbed("analyze", str(tmp_path / "missing"))
+    assert res.returncode == 2 and "no such run directory" in res.stderr
+    (tmp_path / "empty").mkdir()
+    res = testbed("analyze", str(tmp_path / "empty"))
+    assert res.returncode == 2 and "no manifest.json" in res.stderr
+    assert os.listdir(tmp_path / "empty") == []
+
+
+def test_a_broken_manifest_is_a_usage_error_and_an_old_report_survives(synthetic, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(synthetic["clean"], run)
+    (run / "report").mkdir()
+    (run / "report" / "results.json").write_text("{}")
+    (run / "manifest.json").write_text("{not json")
+    res = testbed("analyze", "--quiet", str(run))
+    assert res.returncode == 2 and "manifest.json" in res.stderr and "not JSON" in res.stderr
+    assert (run / "report" / "results.json").read_text() == "{}"
+    assert not (run / "report.partial").exists()
+
+
+# -- real runs: captures and logs of Mininet networks of containers -----------------------------
+
+@pytest.mark.network
+def test_real_run_analysis_matches_logs_and_tshark(no_leftovers, images, tmp_path):
+    """`testbed run --analyze` on T[3,2,2] with a lossy link and a killed node: metrics equal the
+    logs' counts, and every pcap decodes to what tshark reports for the same file."""
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(f"""
+name: analysed
+topology: {os.path.join(ROOT, 'topologies', 'tree-3-2-2.yaml')}
+duration: 6s
+warmup: 1s
+quiet: 2s
+workload:
+  defaults: {{role: probe, params: {{rate: 20, size: 100, to: broadcast}}}}
+  nodes:
+    c1: {{params: {{rate: 20, to: [c14], reliable: true}}}}
+timeline:
+  - {{at: 1s, action: set_link, link: [srv1, srv3], loss: 0.3, for: 3s}}
+  - {{at: 4s, action: kill, node: c9}}
+""")
+    out = tmp_path / "run"
+    res = testbed("run", str(scenario), "--out", str(out), "--analyze", "--quiet", timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert "report:" in res.stdout and "delivery ratio" in res.stdout
+    with open(out / "report" / "results.json") as fh:
+        r = json.load(fh)
+    events = {}
+    for name in os.listdir(out / "logs"):
+        for line in open(out / "logs" / name):
+            e = json.loads(line)
+            events.setdefault(e["event"], []).append(e)
+    own_sends = [e for e in events["send"] if e["origin"] == e["node"]]
+    assert r["messages"]["PROBE"]["sent"] == len(own_sends)
+    assert r["application"]["all"]["delivered"] == len(events["deliver"])
+    assert r["overhead"]["by_type"]["PROBE"]["retransmissions"] == len(events.get("retransmit", []))
+    checks = {c["check"]: c["verdict"] for c in r["checks"]}
+    assert checks["no-phantom"] == "valid" and checks["at-most-once"] == "valid"
+    assert checks["no-misrouted"] == "valid"
+    # a 30% lossy link for 3 s loses broadcasts between the LANs of srv1 and srv3... not broadcasts:
+    # they stay in their LAN; the reliable unicast from c1 to c14 crosses it and is retransmitted
+    assert r["overhead"]["total"]["retransmissions"] > 0
+    # tshark, a decoder nobody here wrote: per file the same UDP packets with the same fields
+    ids = json.load(open(out / "manifest.json"))["node_ids"]
+    for name in sorted(os.listdir(out / "pcap")):
+        if not name.endswith(".pcap"):
+            continue
+        path = str(out / "pcap" / name)
+        ts = subprocess.run(["tshark", "-r", path, "-Y", "udp.port == 7777 && !icmp && data.data[0:2] == 54:42",
+                             "-T", "fields", "-e", "ip.src", "-e", "ip.dst", "-e", "udp.srcport", "-e", "udp.dstport",
+                             "-e", "data.data"], capture_output=True, text=True, check=True).stdout.split("\n")
+        theirs = []
+        for line in filter(None, ts):
+            src, dst, sport, dport, payload = line.split("\t")
+            raw = bytes.fromhex(payload.replace(":", ""))
+            h = wire.decode(raw)[0]
+            theirs.append((src, dst, int(sport), int(dport), h.type, h.origin, h.sequence, h.frag_index))
+        data = read_file(path, ids[name[:-5]])
+        c = data.columns
+        import ipaddress
+        mine = [(str(ipaddress.ip_address(int(s))), str(ipaddress.ip_address(int(d))), int(sp), int(dp), int(t),
+                 int(o), int(q), int(f)) for s, d, sp, dp, t, o, q, f in
+                zip(c["src_ip"], c["dst_ip"], c["sport"], c["dport"], c["type"], c["origin"], c["seq"],
+                    c["frag_index"])]
+        assert mine == theirs, name
+        assert len(mine) > 0
