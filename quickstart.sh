@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 ./setup.sh
-exec "${TESTBED_VENV:-.venv}/bin/testbed" run scenarios/quickstart.yaml "$@"
+exec "${TESTBED_VENV:-.venv}/bin/testbed" run scenarios/quickstart.yaml --analyze "$@"
