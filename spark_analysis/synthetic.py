@@ -33,9 +33,18 @@ order per node: "state" started, "send", "receive" (unless `receive_events` is f
 "deliver" at the first copy of each message at each receiver, "retransmit", "drop", "state"
 stopped with the agent's counters (received_datagrams counts testbed datagrams captured in).
 
-Size. `packets` is the total number of packets written over all pcaps (exact, unless it is too
-small to hold the testbed traffic of one message per component): the message count is chosen
-from the expected packets per message, and the non-testbed frames fill up the remainder.
+Size. `packets` is the total number of packets written over all pcaps: the message count is
+chosen from the expected packets per message so that testbed traffic takes about
+1 - `other_share` of it, and the non-testbed frames fill up the remainder exactly (the total
+exceeds `packets` only if the testbed traffic drawn alone does, e.g. for tiny runs that still
+need one message per component).
+
+Ground truth (also `out_dir/ground_truth.json`): messages and datagrams per type, intended
+receivers (total and a histogram per message), copies lost and duplicates captured per type,
+deliveries (first copies), undelivered, retransmissions, exhausted reliable sends, first-copy
+latency, packets in total / testbed / by type / non-testbed by kind, log events per kind, per
+file counts ("files": packets, testbed in and out, PROBE, ACK, non-testbed, bytes), per node
+messages, deliveries and retransmissions ("nodes"), and the damage ("corruption").
 
 Speed. Everything is generated with numpy: the simulation as arrays, each file's frames as
 structured arrays (one per frame kind) scattered into the file's buffer through an overlapping
@@ -542,6 +551,7 @@ def make_run(out_dir: str, packets: int = 1_000_000, nodes: Any = None, seed: in
     files = {net.names[r["f"]]: r["file"] for r in results}
     log_events = {net.names[r["f"]]: r["log_events"] for r in results}
     record_offsets = {net.names[r["f"]]: r["offsets"] for r in results if r["offsets"] is not None}
+    record_testbed = {net.names[r["f"]]: r["testbed"] for r in results if r["testbed"] is not None}
     job_seconds = {"pcaps": round(sum(r["seconds"][0] for r in results), 3),
                    "logs": round(sum(r["seconds"][1] for r in results), 3)}
     written = time.monotonic()
@@ -550,8 +560,12 @@ def make_run(out_dir: str, packets: int = 1_000_000, nodes: Any = None, seed: in
     # -- damage
     corruption: Dict[str, Any] = {}
     for name in corrupt.get("garbage", []):
-        corruption.setdefault("garbage", {})[name] = _garbage(os.path.join(pcap_dir, f"{name}.pcap"),
-                                                              record_offsets[name], rng)
+        damage = _garbage(os.path.join(pcap_dir, f"{name}.pcap"), record_offsets[name], rng)
+        if damage:
+            k, testbed = damage["record_index"], record_testbed[name]
+            damage.update(testbed_before=int(testbed[:k].sum()), testbed_after=int(testbed[k + 1:].sum()),
+                          damaged_record_is_testbed=bool(testbed[k]))
+        corruption.setdefault("garbage", {})[name] = damage
     for name in corrupt.get("truncate", []):
         offsets = record_offsets[name]
         size = files[name]["bytes"]
@@ -563,7 +577,9 @@ def make_run(out_dir: str, packets: int = 1_000_000, nodes: Any = None, seed: in
             handle.truncate(cut)
         corruption.setdefault("truncate", {})[name] = {
             "original_size": size, "size": cut, "last_record_offset": int(offsets[-1]),
-            "last_record_length": last_len, "complete_records": int(len(offsets) - 1)}
+            "last_record_length": last_len, "complete_records": int(len(offsets) - 1),
+            "testbed_in_complete_records": int(record_testbed[name][:-1].sum()),
+            "last_record_is_testbed": bool(record_testbed[name][-1])}
 
     # -- ground truth and manifest
     latency_ns = np.concatenate([t_in1[got] - t_send[bc][slot_msg[got]], t_first - t_send[rel][delivered]])
@@ -702,6 +718,7 @@ def _node_job(f: int) -> Dict[str, Any]:
     t_logs = time.process_time()
     return {"f": f, "file": entry, "log_events": int(b - a) + 2,
             "offsets": offsets if name in job["damaged"] else None,
+            "testbed": kinds <= K_ACK if name in job["damaged"] else None,
             "seconds": (t_pcap - t_start, t_logs - t_pcap)}
 
 
@@ -746,8 +763,8 @@ class _FrameBuilder:
             src, dst = d["src"][refs], d["dst"][refs]
             rec["eth_dst"] = net.mac[np.where(dst < 0, len(net.names), dst)]
             rec["eth_src"] = net.mac[src]
-            self._ipv4_udp(rec, self.ip_id[refs], net.ip[src], np.where(dst < 0, net.bcast[src], net.ip[np.maximum(dst, 0)]),
-                           PORT, PORT)
+            ip_dst = np.where(dst < 0, net.bcast[src], net.ip[np.maximum(dst, 0)])
+            self._ipv4_udp(rec, self.ip_id[refs], net.ip[src], ip_dst, PORT, PORT)
             rec["magic"] = b"TB"
             rec["version"] = 1
             rec["type"] = T_PROBE if kind == K_PROBE else T_ACK
@@ -971,7 +988,8 @@ def summary(truth: Dict[str, Any]) -> str:
     lines = [
         f"packets written      {gt['packets_total']:>12,} ({gt['testbed_packets']:,} testbed, "
         f"{gt['non_testbed_frames']:,} other) in {len(gt['files'])} files",
-        f"PROBE messages       {m['PROBE']:>12,} ({m['PROBE_broadcast']:,} broadcast, {m['PROBE_reliable']:,} reliable),"
+        f"PROBE messages       {m['PROBE']:>12,} ({m['PROBE_broadcast']:,} broadcast, "
+        f"{m['PROBE_reliable']:,} reliable),"
         f" {'-'.join(map(str, sorted(set(gt['messages_per_component']))))} per component, "
         f"{gt['rate_per_component']:.2f}/s",
         f"ACK datagrams        {m['ACK']:>12,}",
@@ -979,7 +997,8 @@ def summary(truth: Dict[str, Any]) -> str:
         f"{gt['intended_receivers']['per_message']}",
         f"deliveries           {gt['deliveries']:>12,} (undelivered {gt['undelivered']:,})",
         f"copies lost          {gt['copies_lost']['PROBE']:>12,} PROBE, {gt['copies_lost']['ACK']:,} ACK",
-        f"duplicates captured  {gt['duplicates_captured']['PROBE']:>12,} PROBE, {gt['duplicates_captured']['ACK']:,} ACK",
+        f"duplicates captured  {gt['duplicates_captured']['PROBE']:>12,} PROBE, "
+        f"{gt['duplicates_captured']['ACK']:,} ACK",
         f"retransmissions      {gt['retransmissions']:>12,} (exhausted {gt['reliable_exhausted']:,})",
         f"log events           {gt['log_events']['total']:>12,} "
         + ", ".join(f"{k} {v:,}" for k, v in gt["log_events"].items() if k != "total"),
@@ -1005,13 +1024,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--no-receive-events", action="store_true")
     parser.add_argument("--truncate", action="append", default=[], metavar="NODE")
     parser.add_argument("--garbage", action="append", default=[], metavar="NODE")
+    parser.add_argument("--workers", type=int, default=None, help="processes writing the files (default 2)")
     parser.add_argument("--json", action="store_true", help="print the whole ground truth as JSON")
     args = parser.parse_args(argv)
     corrupt = {k: v for k, v in (("truncate", args.truncate), ("garbage", args.garbage)) if v}
     truth = make_run(args.out_dir, packets=args.packets, nodes=args.lans, seed=args.seed, loss=args.loss,
                      duplicate=args.duplicate, reliable_share=args.reliable_share, payload=args.payload,
                      receive_events=not args.no_receive_events, rate_per_node=args.rate_per_node,
-                     corrupt=corrupt or None, duration_s=args.duration)
+                     corrupt=corrupt or None, duration_s=args.duration, workers=args.workers)
     print(json.dumps(truth, indent=1) if args.json else summary(truth))
     return 0
 
