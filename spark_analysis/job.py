@@ -48,9 +48,17 @@ class Progress:
             print(f"\ranalyze done in {time.monotonic() - self.start:.1f}s{' ' * 30}", file=sys.stderr)
 
 
+#: with causal="auto", causality is derived from sends and deliveries up to this many deliveries
+CAUSAL_AUTO_LIMIT = 200_000
+
+
 def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = True,
-            spark=None) -> Dict[str, dict]:
-    """Analyse the runs; returns {run_id: results} and writes each RUN_DIR/report/."""
+            spark=None, causal: str = "auto") -> Dict[str, dict]:
+    """Analyse the runs; returns {run_id: results} and writes each RUN_DIR/report/.
+
+    causal: "derive" always checks causal order (from vector clocks and dependencies when the
+    protocol logs them, else from sends and deliveries alone); "off" never; "auto" derives it
+    when the protocol logs vc/deps or the history has at most CAUSAL_AUTO_LIMIT deliveries."""
     prog = Progress(progress)
     prog.stage("starting Spark")
     from pyspark import StorageLevel
@@ -81,6 +89,7 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
     prog.stage("metrics")
     from .metrics import RunMetrics
     m = RunMetrics(spark, packets, events, runs)
+    m.pairs = m.pairs.persist(StorageLevel.MEMORY_AND_DISK)  # collected, then written as a table
     c = m.collect()
 
     prog.stage("checks")
@@ -90,7 +99,9 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
     gossip: Dict[str, dict] = {}
     for r in runs:
         history = build_history(r.manifest, c.run(c.sends, r.run_id), c.run(c.deliveries, r.run_id))
-        checks[r.run_id] = check_all(history)
+        declared = any(col in history.sends for col in ("vc", "deps"))
+        derive = causal == "derive" or (causal == "auto" and (declared or len(history.deliveries) <= CAUSAL_AUTO_LIMIT))
+        checks[r.run_id] = check_all(history, causal=derive)
         gossip[r.run_id] = gossip_measures(history, r.manifest, c.gossip_wire(r.run_id))
 
     results: Dict[str, dict] = {}
@@ -147,6 +158,7 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
         _replace(spark, partial[rid], _report_uri(r))
     raw.unpersist()
     events.unpersist()
+    m.pairs.unpersist()
     prog.done()
     return results
 

@@ -340,3 +340,24 @@ timeline:
                     c["frag_index"])]
         assert mine == theirs, name
         assert len(mine) > 0
+
+
+def test_payload_bytes_that_look_like_record_headers_do_not_confuse_the_reader(tmp_path):
+    """Candidates inside packets (a payload holding a plausible record header) are skipped."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
+
+    frames = []
+    for seq in range(1, 200):
+        ts = 1_795_225_590 + seq // 10
+        fake = struct.pack("<IIII", ts, 5, 20, 20) * (seq % 4)
+        body = wire.encode(wire.Header(type=wire.MessageType.PROBE, origin=3, sequence=seq, sender=3), fake)
+        frame = Ether() / IP(src="10.0.0.3", dst="10.0.0.255") / UDP(sport=7777, dport=7777) / body
+        frame.time = ts + seq * 1e-4
+        frames.append(frame)
+    path = str(tmp_path / "tricky.pcap")
+    wrpcap(path, frames)
+    data = read_file(path, 3)
+    assert data.damage == [] and data.records == 199
+    assert ours(data) == scapy_decode(path, 3)

@@ -13,6 +13,10 @@ def register(sub) -> None:
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                    help="run directories (local paths or any URI Spark reads: file:, hdfs:, s3a:, ...)")
     p.add_argument("--master", help="Spark master URL (default: local[N] over this machine's cores)")
+    p.add_argument("--causal", choices=("auto", "derive", "off"), default="auto",
+                   help="causal-order check: derive causality from sends and deliveries (costly on large "
+                        "histories), off, or auto (when the protocol logs vector clocks or dependencies, or the "
+                        "history has at most 200,000 deliveries)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.set_defaults(run=run)
 
@@ -40,7 +44,7 @@ def run(args) -> int:
         raise UsageError("pyspark is not installed: run ./setup.sh (or pip install -e .)") from None
     from spark_analysis.job import analyze
 
-    results = analyze(args.run_dirs, master=args.master, progress=not args.quiet)
+    results = analyze(args.run_dirs, master=args.master, progress=not args.quiet, causal=args.causal)
     for res in results.values():
         print_summary(res)
     return 0
