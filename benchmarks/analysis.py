@@ -68,6 +68,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="1000000,10000000")
     ap.add_argument("--data", default="/var/tmp/testbed-bench-analysis")
     ap.add_argument("--keep", action="store_true", help="keep the generated runs")
+    ap.add_argument("--no-analyze", action="store_true", help="measure the readers only")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "analysis.json"))
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -93,6 +94,9 @@ def main() -> int:
                 entry[name] = {k: v for k, v in result.items() if k not in ("counts", "digest", "files_read")}
             for k in ("scapy", "dpkt", "tshark"):
                 print(f"{size:,}: {k} {_pps(entry[k]):,.0f} packets/s", flush=True)
+        if args.no_analyze:
+            out["runs"][str(size)] = entry
+            continue
         entry["analyze"] = analyze_seconds(run_dir)
         print(f"{size:,}: testbed analyze {entry['analyze']['wall_s']} s end to end "
               f"(stages {entry['analyze']['stages_s']})", flush=True)
@@ -108,7 +112,7 @@ def main() -> int:
     out["reader_over_scapy"] = round(reader / out["scapy_pps"], 1)
     out["reader_over_dpkt"] = round(reader / out["dpkt_pps"], 1)
     out["reader_over_tshark"] = round(reader / out["tshark_pps"], 1)
-    if "10000000" in out["runs"]:
+    if "analyze" in out["runs"].get("10000000", {}):
         out["analyze_seconds_10m"] = out["runs"]["10000000"]["analyze"]["wall_s"]
     out["analyze_seconds_1m"] = out["runs"].get("1000000", {}).get("analyze", {}).get("wall_s")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
