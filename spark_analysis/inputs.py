@@ -150,7 +150,9 @@ def _parse_batches(runs: Dict[str, Dict[str, object]]):
 def read_packets(spark, runs: List[RunInfo]):
     """A DataFrame with one row per testbed packet of every pcap of the runs (kind 0), and one
     summary row per file (kind 1: records, other traffic, damage as JSON)."""
-    paths = [posixpath.join(r.uri, "pcap") for r in runs]
+    paths = [posixpath.join(r.uri, "pcap") for r in runs if _may_exist(posixpath.join(r.uri, "pcap"), ".pcap")]
+    if not paths:  # runs without captures: no packets
+        return spark.createDataFrame([], packet_schema())
     files = (spark.read.format("binaryFile").option("pathGlobFilter", "*.pcap")
              .option("recursiveFileLookup", "false").load(paths).select("path", "content"))
     lookup = {}
@@ -185,12 +187,25 @@ def read_events(spark, runs: List[RunInfo]):
 
     frames = None
     for r in runs:
+        if not _may_exist(posixpath.join(r.uri, "logs"), ".jsonl"):
+            df = spark.createDataFrame([], event_schema()).withColumn("run", F.lit(r.run_id))
+            frames = df if frames is None else frames.unionByName(df)
+            continue
         df = (spark.read.schema(event_schema()).option("mode", "PERMISSIVE")
               .option("columnNameOfCorruptRecord", "_corrupt_record")
               .json(posixpath.join(r.uri, "logs", "*.jsonl"))
               .withColumn("run", F.lit(r.run_id)))
         frames = df if frames is None else frames.unionByName(df)
     return frames
+
+
+def _may_exist(uri: str, suffix: str) -> bool:
+    """False when a local directory is missing or holds no file with the suffix (Spark would fail
+    on the path); True for other file systems, where Spark itself says."""
+    local = local_path(uri)
+    if local is None:
+        return True
+    return os.path.isdir(local) and any(name.endswith(suffix) for name in os.listdir(local))
 
 
 TYPE_NAMES = {int(t): t.name for t in MessageType}

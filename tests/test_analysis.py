@@ -361,3 +361,16 @@ def test_payload_bytes_that_look_like_record_headers_do_not_confuse_the_reader(t
     data = read_file(path, 3)
     assert data.damage == [] and data.records == 199
     assert ours(data) == scapy_decode(path, 3)
+
+
+def test_a_run_without_captures_or_logs_is_analysed_as_empty(synthetic, spark, tmp_path):
+    """Capture can be disabled in a scenario; then there are no pcaps, and the checks are unknown."""
+    from spark_analysis.job import analyze
+
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(os.path.join(synthetic["clean"], "manifest.json"), run / "manifest.json")
+    (r,) = analyze([str(run)], spark=spark, progress=False).values()
+    assert r["input"]["testbed_packets"] == 0
+    assert {c["verdict"] for c in r["checks"]} == {"unknown"}
+    assert os.path.exists(run / "report" / "index.html")
