@@ -11,7 +11,6 @@ import posixpath
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from agents.wire import MessageType
 from testbed.errors import UsageError
 
 from .pcapreader import COLUMNS, local_addresses, node_of, read_bytes
@@ -207,5 +206,3 @@ def _may_exist(uri: str, suffix: str) -> bool:
         return True
     return os.path.isdir(local) and any(name.endswith(suffix) for name in os.listdir(local))
 
-
-TYPE_NAMES = {int(t): t.name for t in MessageType}

@@ -180,7 +180,7 @@ COMPARED = [
     ("delivery time to all, mean (ms)", ("messages", "all", "delivery_time_to_all", "mean_ms")),
     ("message time gap, mean (ms)", ("messages", "all", "message_time_gap", "mean_ms")),
     ("duplicates received", ("messages", "all", "duplicates_received")),
-    ("packets per delivered message", ("overhead", "total_per_delivered")),
+    ("packets per delivered message", ("overhead", "total", "packets_per_delivered")),
     ("retransmissions", ("overhead", "total", "retransmissions")),
     ("delivered (application)", ("application", "all", "delivered")),
     ("delivery latency median (ms)", ("application", "all", "delivery_latency", "median_ms")),
@@ -192,9 +192,6 @@ COMPARED = [
 def lookup(res: dict, path) -> object:
     value = res
     for key in path:
-        if key == "total_per_delivered" and isinstance(value, dict):
-            d = value.get("delivered_data")
-            return (value.get("total", {}).get("packets", 0) / d) if d else None
         if not isinstance(value, dict) or key not in value:
             return None
         value = value[key]

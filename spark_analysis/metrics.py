@@ -236,19 +236,17 @@ class Collected:
         pairs = self.run(self.pairs, run_id)
         delivered = int((pairs["reached"] & pairs["type_id"].isin([int(t) for t in DATA_TYPES])).sum())
         fields = ["packets", "bytes", "header_bytes", "retransmissions", "relayed"]
-        by_type = {type_name(t): {f: int(v) for f, v in row.items()}
-                   for t, row in sent.groupby("type")[fields].sum().iterrows()}
+        per_type = sent.groupby("type")[fields].sum()
+        by_type = {type_name(t): {f: int(v) for f, v in row.items()} for t, row in per_type.iterrows()}
         by_class: Dict[str, dict] = {}
-        for t, row in sent.groupby("type")[fields].sum().iterrows():
-            cls = TYPE_CLASS.get(int(t), "other") if int(t) in MessageType._value2member_map_ else "other"
-            entry = by_class.setdefault(cls, {f: 0 for f in fields})
+        for t, row in per_type.iterrows():
+            entry = by_class.setdefault(TYPE_CLASS.get(int(t), "other"), {f: 0 for f in fields})
             for f in fields:
                 entry[f] += int(row[f])
-        for group in (by_type, by_class):
-            for entry in group.values():
-                entry["packets_per_delivered"] = entry["packets"] / delivered if delivered else None
-                entry["bytes_per_delivered"] = entry["bytes"] / delivered if delivered else None
         total = {f: int(sent[f].sum()) for f in fields}
+        for entry in list(by_type.values()) + list(by_class.values()) + [total]:
+            entry["packets_per_delivered"] = entry["packets"] / delivered if delivered else None
+            entry["bytes_per_delivered"] = entry["bytes"] / delivered if delivered else None
         fwd = pk[pk["direction"] == DIR_FORWARDED]
         return {"by_type": by_type, "by_class": by_class, "total": total, "delivered_data": delivered,
                 "forwarded_packets": int(fwd["packets"].sum())}

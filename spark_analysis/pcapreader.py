@@ -150,16 +150,12 @@ def record_offsets(buf: np.ndarray, order: str, frac_ns: int):
     else:
         hit = np.flatnonzero((top - np.uint8(top_lo)) <= np.uint8(top_hi - top_lo))
     cand = hit.astype(np.int64) + GLOBAL_HEADER
-    if len(cand):
-        secs = _u32_at(buf, cand, order)
-        cand = cand[(secs >= lo) & (secs <= hi)]
-    if len(cand):
-        frac = _u32_at(buf, cand + 4, order)
-        incl = _u32_at(buf, cand + 8, order)
-        orig = _u32_at(buf, cand + 12, order)
-        plausible = (frac < (1_000_000_000 // frac_ns)) & (incl <= orig) & (orig <= MAX_RECORD)
-        cand = cand[plausible]
-        incl = incl[plausible]
+    # each candidate's would-be record header, as four integers: seconds, sub-second, captured, original
+    secs, frac, incl, orig = _gather(buf, cand, RECORD_HEADER).view(u4).reshape(-1, 4).T.astype(np.int64)
+    plausible = ((secs >= lo) & (secs <= hi) & (frac < (1_000_000_000 // frac_ns)) & (incl <= orig)
+                 & (orig <= MAX_RECORD))
+    cand = cand[plausible]
+    incl = incl[plausible]
     if not len(cand) or cand[0] != GLOBAL_HEADER:
         return np.zeros(0, np.int64), [{"offset": GLOBAL_HEADER, "reason": "first record header is not plausible"}]
     ends = cand + RECORD_HEADER + incl.astype(np.int64)
@@ -199,11 +195,6 @@ def record_offsets(buf: np.ndarray, order: str, frac_ns: int):
                   else "record header is not plausible (corrupt file); the records before it are read")
         damage.append({"offset": last_end, "reason": reason})
     return offsets.astype(np.int64), damage
-
-
-def _u32_at(buf: np.ndarray, positions: np.ndarray, order: str) -> np.ndarray:
-    b = buf[positions[:, None] + np.arange(4)]
-    return np.ascontiguousarray(b).view(order + "u4").ravel().astype(np.int64)
 
 
 def _layout(order: str, l2_len: int, ethertype_at: Optional[int]) -> np.dtype:

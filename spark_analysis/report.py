@@ -43,8 +43,8 @@ def _mark_faults(ax, timeline: List[dict], t0: Optional[int]) -> None:
         t = _t_rel(a, t0)
         if t is None:
             continue
-        fault = a.get("action") in FAULTS and "for" not in (a.get("from") or "") and not \
-            (a.get("action") == "set_link" and " for " in (a.get("from") or ""))
+        # an action undone by its "for" (resume, link restored) is a recovery, not a fault
+        fault = a.get("action") in FAULTS and " for " not in (a.get("from") or "")
         ax.axvline(t, color="tab:red" if fault else "tab:green", linestyle="--", linewidth=0.8, alpha=0.8)
         label = a.get("action", "") + (f" {a['node']}" if a.get("node") else "")
         ax.annotate(label, (t, 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=6,
