@@ -279,10 +279,17 @@ class Prepared:
 
         o_codes, o_names = pd.factorize(sends["origin"].astype(str))
         n_codes, n_names = pd.factorize(dels["node"].astype(str))
+        # most sends share a few receiver lists (a segment, a group): each distinct list is
+        # encoded once, then gathered per send
         elig = [_names(v) for v in sends["eligible"]]
-        lengths = np.fromiter((len(e) for e in elig), _I64, count=M)
-        flat_codes, flat_names = pd.factorize(np.array(list(chain.from_iterable(elig)) or [], dtype=object))
+        l_codes, l_uniq = pd.factorize(pd.Series(elig, dtype=object)) if M else (np.zeros(0, _I64), [])
+        u_len = np.fromiter((len(e) for e in l_uniq), _I64, count=len(l_uniq))
+        u_codes, flat_names = pd.factorize(np.array(list(chain.from_iterable(l_uniq)) or [], dtype=object))
         flat_names = [str(x) for x in flat_names]
+        lengths = u_len[l_codes] if M else np.zeros(0, _I64)
+        u_off = np.concatenate(([0], np.cumsum(u_len)[:-1])).astype(_I64)
+        within = np.arange(int(lengths.sum()), dtype=_I64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        flat_codes = u_codes[np.repeat(u_off[l_codes], lengths) + within] if len(within) else np.zeros(0, _I64)
         known = set(base_nodes)
         extra = (set(o_names) | set(n_names) | set(flat_names)) - known
         extra.update(str(n) for n in (h.down or {}) if str(n) not in known)
@@ -724,15 +731,20 @@ def check_total_order_global(history: Union[History, Prepared]) -> Dict[str, Any
     if proof:
         stats["acyclic_by"] = proof
         return _result(name, {"cycle": 0}, {"cycle": []}, stats, len(fm), _NO_DELIVERY)
-    sccs = _cyclic_components(M, ea, eb)
-    stats["acyclic_by"] = None if sccs else "topological sort"
+    comps = _cyclic_components(M, ea, eb)
+    stats["acyclic_by"] = None if comps else "strongly connected components"
     cex: List[Dict[str, Any]] = []
     exact = True
-    if sccs:
+    if comps:
         budget = [CYCLE_SEARCH_BUDGET]
-        found = []
-        succ = _successors(ea, eb, set(chain.from_iterable(sccs)))
-        for comp in sorted(sccs, key=len):
+        found: List[List[int]] = []
+        succ = _Adjacency(M, ea, eb)
+        for comp in comps:  # smallest first
+            if sum(len(c) == 2 for c in found) >= MAX_COUNTEREXAMPLES:
+                break  # as many 2-cycles as are reported: no cycle is shorter
+            if found and budget[0] <= 0:
+                exact = False
+                break
             cyc, ex = _shortest_cycle(comp, succ, budget)
             exact &= ex
             if cyc:
@@ -745,9 +757,9 @@ def check_total_order_global(history: Union[History, Prepared]) -> Dict[str, Any
                 edges.append({"from": p.mid(a), "to": p.mid(b), "node": p.nname(fn[r]),
                               "t_from": int(p.f_t[r]), "t_to": int(p.f_t[r + 1])})
             cex.append({"cycle": [p.mid(m) for m in cyc], "length": len(cyc), "edges": edges})
-        stats.update(vertices_in_cycles=int(sum(len(c) for c in sccs)),
+        stats.update(vertices_in_cycles=int(sum(len(c) for c in comps)),
                      smallest_cycle=len(found[0]) if found else None, smallest_cycle_exact=bool(exact))
-    return _result(name, {"cycle": len(sccs)}, {"cycle": cex}, stats, len(fm), _NO_DELIVERY)
+    return _result(name, {"cycle": len(comps)}, {"cycle": cex}, stats, len(fm), _NO_DELIVERY)
 
 
 def _acyclic_by_key(p: Prepared, ea: np.ndarray, eb: np.ndarray) -> Optional[str]:
@@ -771,90 +783,40 @@ def _acyclic_by_key(p: Prepared, ea: np.ndarray, eb: np.ndarray) -> Optional[str
 
 
 def _cyclic_components(M: int, ea: np.ndarray, eb: np.ndarray) -> List[List[int]]:
-    """Strongly connected components with a cycle: Kahn's peeling both ways, then Tarjan."""
-    alive = np.zeros(M, bool)
-    alive[ea] = True
-    alive[eb] = True
-    for a, b in ((ea, eb), (eb, ea)):  # peel sources, then sinks
-        keep = alive[a] & alive[b]
-        a, b = a[keep], b[keep]
-        indeg = np.bincount(b, minlength=M)
-        order = np.argsort(a, kind="stable")
-        tgt = b[order].tolist()
-        ptr = np.searchsorted(a[order], np.arange(M + 1)).tolist()
-        indeg_l = indeg.tolist()
-        queue = deque(np.flatnonzero(alive & (indeg == 0)).tolist())
-        while queue:
-            v = queue.popleft()
-            alive[v] = False
-            for w in tgt[ptr[v]:ptr[v + 1]]:
-                indeg_l[w] -= 1
-                if indeg_l[w] == 0:
-                    queue.append(w)
-    if not alive.any():
+    """The strongly connected components with more than one vertex (each holds a cycle; the
+    graph has no self-loops), smallest first, each as its sorted vertices. scipy's SCC runs in C:
+    the graphs of large runs have millions of edges."""
+    if not len(ea):
         return []
-    keep = alive[ea] & alive[eb]
-    succ = _successors(ea[keep], eb[keep], None)
-    return _tarjan(sorted(np.flatnonzero(alive).tolist()), succ)
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    graph = csr_matrix((np.ones(len(ea), np.int8), (ea, eb)), shape=(M, M))
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    sizes = np.bincount(labels)
+    members = np.flatnonzero(sizes[labels] > 1)
+    if not len(members):
+        return []
+    lab = labels[members]
+    order = np.lexsort((members, lab, sizes[lab]))  # by component size, component, vertex
+    members, lab = members[order], lab[order]
+    cuts = np.flatnonzero(lab[1:] != lab[:-1]) + 1
+    return [c.tolist() for c in np.split(members, cuts)]
 
 
-def _successors(ea: np.ndarray, eb: np.ndarray, within: Optional[set]) -> Dict[int, List[int]]:
-    succ: Dict[int, List[int]] = {}
-    for a, b in zip(ea.tolist(), eb.tolist()):
-        if within is None or (a in within and b in within):
-            succ.setdefault(a, []).append(b)
-    return succ
+class _Adjacency:
+    """Successor lists of a directed graph given as edge arrays (CSR, built once)."""
+
+    def __init__(self, M: int, ea: np.ndarray, eb: np.ndarray) -> None:
+        order = np.argsort(ea, kind="stable")
+        self.tgt = eb[order]
+        self.ptr = np.searchsorted(ea[order], np.arange(M + 1))
+
+    def get(self, v: int, default=()) -> List[int]:
+        return self.tgt[self.ptr[v]:self.ptr[v + 1]].tolist()
 
 
-def _tarjan(vertices: List[int], succ: Dict[int, List[int]]) -> List[List[int]]:
-    index: Dict[int, int] = {}
-    low: Dict[int, int] = {}
-    on: set = set()
-    stack: List[int] = []
-    comps: List[List[int]] = []
-    counter = 0
-    for root in vertices:
-        if root in index:
-            continue
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on.add(root)
-        work = [(root, iter(succ.get(root, ())))]
-        while work:
-            v, it = work[-1]
-            pushed = False
-            for w in it:
-                if w not in index:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(succ.get(w, ()))))
-                    pushed = True
-                    break
-                if w in on:
-                    low[v] = min(low[v], index[w])
-            if pushed:
-                continue
-            work.pop()
-            if work:
-                u = work[-1][0]
-                low[u] = min(low[u], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    comps.append(sorted(comp))
-    return comps
-
-
-def _shortest_cycle(comp: List[int], succ: Dict[int, List[int]], budget: List[int]) -> Tuple[List[int], bool]:
+def _shortest_cycle(comp: List[int], succ: "_Adjacency", budget: List[int]) -> Tuple[List[int], bool]:
     """Shortest cycle of a strongly connected component by BFS from each vertex (within budget)."""
     members = set(comp)
     best: List[int] = []

@@ -8,12 +8,12 @@ crashed (kill or stop, until a start) come from the manifest's timeline as execu
 from __future__ import annotations
 
 import json
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import pandas as pd
 
-from .checkers import History, expected_pairs
+from .checkers import History, Prepared, prepare
 
 NODE_DOWN = {"kill", "stop"}
 NODE_UP = {"start"}
@@ -83,17 +83,25 @@ def build_history(manifest: dict, sends: pd.DataFrame, deliveries: pd.DataFrame)
                    end_ns=end_of_run(manifest, d))
 
 
-def gossip_measures(history: History, manifest: dict, wire: dict) -> Dict[str, object]:
+def gossip_measures(history: Union[History, Prepared], manifest: dict, wire: dict) -> Dict[str, object]:
     """Reliability, atomicity, bimodality (from the history), RMR and control overhead (from the
-    wire), and convergence time after the last fault."""
-    correct = set(history.nodes) - set(history.down)
-    e = expected_pairs(history)  # E(m), as the checkers define it
-    e = e[e["node"].isin(correct)]
-    got = history.deliveries.drop_duplicates(["msg", "node"])
-    got = got[got["node"].isin(correct)]
-    merged = e.merge(got[["msg", "node"]], on=["msg", "node"], how="left", indicator=True)
-    per_msg = merged.assign(hit=merged["_merge"] == "both").groupby("msg")["hit"].agg(["sum", "count"])
-    rel = (per_msg["sum"] / per_msg["count"]).to_numpy() if len(per_msg) else np.zeros(0)
+    wire), and convergence time after the last fault. Pass the checkers' Prepared history to
+    encode it once."""
+    p = prepare(history)
+    # E(m) as the checkers define it, restricted to correct nodes; a pair is a hit when that node
+    # delivered m (its first delivery; duplicates and phantoms do not count)
+    keep = p.correct[p.E_node] if len(p.E_node) else np.zeros(0, bool)
+    e_msg, e_key = p.E_msg[keep], p.E_key[keep]
+    got = np.sort(p.f_msg * p.NN + p.f_node)
+    if len(got):
+        at = np.minimum(np.searchsorted(got, e_key), len(got) - 1)
+        hit = got[at] == e_key
+    else:
+        hit = np.zeros(len(e_key), bool)
+    count = np.bincount(e_msg, minlength=p.M)
+    hits = np.bincount(e_msg, weights=hit, minlength=p.M)
+    has = count > 0
+    rel = hits[has] / count[has]
     out: Dict[str, object] = {
         "messages": int(len(rel)),
         "reliability_mean": float(rel.mean()) if len(rel) else None,
@@ -104,12 +112,14 @@ def gossip_measures(history: History, manifest: dict, wire: dict) -> Dict[str, o
                                          "control_packets")})
     # convergence: after the last fault ends, the time until the last delivery of a message sent before it
     ends = [a["t_ns"] for a in manifest.get("timeline", []) if a.get("t_ns") and a.get("ok", True)]
-    if ends and len(history.deliveries):
+    if ends and p.D:
         last = max(ends)
-        before = set(history.sends.loc[history.sends["t"] <= last, "msg"])
-        late = history.deliveries[history.deliveries["msg"].isin(before) & (history.deliveries["t"] > last)]
+        sent = p.d_msg < p.M
+        late = sent.copy()
+        late[sent] = p.t[p.d_msg[sent]] <= last
+        late &= p.d_t > last
         out["last_fault_end_ns"] = int(last)
-        out["convergence_s"] = float((late["t"].max() - last) / 1e9) if len(late) else 0.0
+        out["convergence_s"] = float((p.d_t[late].max() - last) / 1e9) if late.any() else 0.0
     else:
         out["convergence_s"] = None
     return out

@@ -93,7 +93,7 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
     c = m.collect()
 
     prog.stage("checks")
-    from .checkers import check_all
+    from .checkers import check_all, prepare
     from .history import build_history, gossip_measures
     checks: Dict[str, list] = {}
     gossip: Dict[str, dict] = {}
@@ -101,8 +101,9 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
         history = build_history(r.manifest, c.run(c.sends, r.run_id), c.run(c.deliveries, r.run_id))
         declared = any(col in history.sends for col in ("vc", "deps"))
         derive = causal == "derive" or (causal == "auto" and (declared or len(history.deliveries) <= CAUSAL_AUTO_LIMIT))
-        checks[r.run_id] = check_all(history, causal=derive)
-        gossip[r.run_id] = gossip_measures(history, r.manifest, c.gossip_wire(r.run_id))
+        prepared = prepare(history)  # encoded once for the checks and the gossip measures
+        checks[r.run_id] = check_all(prepared, causal=derive)
+        gossip[r.run_id] = gossip_measures(prepared, r.manifest, c.gossip_wire(r.run_id))
 
     results: Dict[str, dict] = {}
     for r in runs:

@@ -19,6 +19,7 @@ from spark_analysis.checkers import (
     History,
     check_all,
     check_causal_order,
+    check_total_order_global,
     expected_pairs,
 )
 
@@ -413,6 +414,33 @@ def test_global_order_two_nodes_disagreeing():
     b.deliver(m1, "d")
     res = assert_only(b.history(), {"total-order-global"}, unknown=NO_ORDER)
     assert set(cex(res, "total-order-global", "cycle")[0]["cycle"]) == {m1, m2}
+
+
+def test_global_order_counts_every_cycle_and_reports_the_shortest_first():
+    # one 3-cycle, then eight disjoint 2-cycles (pairs delivered in opposite orders by c and d):
+    # nine components are counted, the five counterexamples are 2-cycles, the smallest exact
+    b = HB(["a", "b", "c", "d", "r1", "r2", "r3"])
+    x = b.send("a", ["r1", "r3"], order=None)
+    y = b.send("a", ["r1", "r2"], order=None)
+    z = b.send("b", ["r2", "r3"], order=None)
+    for node, first, second in [("r1", x, y), ("r2", y, z), ("r3", z, x)]:
+        b.deliver(first, node)
+        b.deliver(second, node)
+    pairs = []
+    for _ in range(8):
+        m1 = b.send("a", ["c", "d"], order=None)
+        m2 = b.send("b", ["c", "d"], order=None)
+        pairs.append({m1, m2})
+        b.deliver(m1, "c")
+        b.deliver(m2, "c")
+        b.deliver(m2, "d")
+        b.deliver(m1, "d")
+    r = check_total_order_global(b.history())
+    assert r["verdict"] == "invalid" and r["anomalies"] == {"cycle": 9}
+    cycles = r["counterexamples"]["cycle"]
+    assert len(cycles) == 5 and all(c["length"] == 2 and set(c["cycle"]) in pairs for c in cycles)
+    assert r["stats"]["smallest_cycle"] == 2 and r["stats"]["smallest_cycle_exact"]
+    assert r["stats"]["vertices_in_cycles"] == 3 + 16
 
 
 def test_global_order_different_subsets_consistent():
