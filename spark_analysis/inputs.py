@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 
 from testbed.errors import UsageError
 
-from .pcapreader import COLUMNS, local_addresses, node_of, read_bytes
+from .pcapreader import COLUMNS, local_addresses, node_of, read_bytes, read_file
 
 
 class AnalysisError(UsageError):
@@ -90,78 +90,179 @@ def _manifest(path: str, text: str, uri: str) -> RunInfo:
     return RunInfo(manifest["run_id"], uri, manifest)
 
 
+#: the reduced rows of a capture (spark_analysis.reduce): kind 1 a file summary, 2 a reception,
+#: 3 a send (first own transmission and data transmissions), 4 packet counts per second
+REDUCED_FIELDS = [("kind", "byte"), ("file", "string"), ("file_records", "long"), ("file_other", "long"),
+                  ("file_damage", "string"), ("origin", "int"), ("seq", "long"), ("type", "short"),
+                  ("t", "long"), ("frags", "long"), ("copies", "long"), ("frag_count", "long"), ("tx", "long"),
+                  ("direction", "byte"), ("second", "long"), ("packets", "long"), ("bytes", "long"),
+                  ("header_bytes", "long"), ("retransmissions", "long"), ("relayed", "long")]
+KIND_FILE, KIND_RECEPTION, KIND_SEND, KIND_COUNTS = 1, 2, 3, 4
+
+
+def reduced_schema():
+    from pyspark.sql import types as T
+
+    types = {"byte": T.ByteType(), "string": T.StringType(), "long": T.LongType(), "int": T.IntegerType(),
+             "short": T.ShortType()}
+    return T.StructType([T.StructField("run", T.StringType()), T.StructField("node", T.StringType())]
+                        + [T.StructField(name, types[t]) for name, t in REDUCED_FIELDS])
+
+
+def _captures(batches, runs: Dict[str, Dict[str, object]]):
+    """(run info, node, path, PcapData) for each capture of the input batches: rows of
+    (run, node, path) read here from the local file system, or binaryFile rows (path, content)."""
+    import numpy as np
+    import pyarrow as pa
+
+    for batch in batches:
+        paths = batch.column("path").to_pylist()
+        if "content" not in batch.schema.names:
+            for run_key, path in zip(batch.column("run").to_pylist(), paths):
+                info = runs[run_key]
+                node = node_of(path)
+                yield info, node, path, read_file(path, info["node_ids"].get(node, 0), info["local"].get(node))
+            continue
+        content = batch.column("content")
+        offsets = np.frombuffer(content.buffers()[1], dtype=np.int32 if content.type == pa.binary() else np.int64)
+        offsets = offsets[content.offset:content.offset + len(content) + 1]
+        data = np.frombuffer(content.buffers()[2], dtype=np.uint8) if content.buffers()[2] is not None \
+            else np.zeros(0, np.uint8)
+        for i, path in enumerate(paths):
+            run_uri = path.rsplit("/pcap/", 1)[0]
+            info = runs.get(run_uri) or runs.get(run_uri.replace("file:///", "file:/")) or runs.get(
+                run_uri.replace("file:", "", 1)) or {"run_id": run_uri, "node_ids": {}, "local": {}, "t0": 0}
+            node = node_of(path)
+            yield info, node, path, read_bytes(data[offsets[i]:offsets[i + 1]], info["node_ids"].get(node, 0),
+                                               info["local"].get(node))
+
+
+def _parse_batches(runs: Dict[str, Dict[str, object]]):
+    """The mapInArrow function of the packets table: captures -> one row per testbed packet."""
+
+    def parse(batches):
+        import pyarrow as pa
+
+        names = ["run", "node"] + [c for c, _ in COLUMNS]
+        for info, node, _path, parsed in _captures(batches, runs):
+            n = parsed.packets
+            if n:
+                arrays = [pa.repeat(pa.scalar(info["run_id"]), n), pa.repeat(pa.scalar(node), n)]
+                arrays += [pa.array(parsed.columns[name]) for name, _ in COLUMNS]
+                yield pa.RecordBatch.from_arrays(arrays, names=names)
+
+    return parse
+
+
+def _reduce_batches(runs: Dict[str, Dict[str, object]]):
+    """The mapInArrow function of the metrics: captures -> their reduced rows (spark_analysis.reduce)."""
+
+    def parse(batches):
+        import pyarrow as pa
+
+        from . import reduce as rd
+
+        schema = pa.schema([("run", pa.string()), ("node", pa.string())] + [
+            (name, {"byte": pa.int8(), "string": pa.string(), "long": pa.int64(), "int": pa.int32(),
+                    "short": pa.int16()}[t]) for name, t in REDUCED_FIELDS])
+
+        def batch(run_id, node, kind, n, cols):
+            arrays = []
+            for f in schema:
+                if f.name == "run":
+                    arrays.append(pa.repeat(pa.scalar(run_id), n))
+                elif f.name == "node":
+                    arrays.append(pa.repeat(pa.scalar(node), n))
+                elif f.name == "kind":
+                    arrays.append(pa.repeat(pa.scalar(kind, pa.int8()), n))
+                elif f.name in cols:
+                    value = cols[f.name]
+                    arrays.append(value if isinstance(value, pa.Array) else pa.array(value, f.type))
+                else:
+                    arrays.append(pa.nulls(n, f.type))
+            return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+        for info, node, path, parsed in _captures(batches, runs):
+            rid, c = info["run_id"], parsed.columns
+            r = rd.receptions(c)
+            if len(r["t"]):
+                yield batch(rid, node, KIND_RECEPTION, len(r["t"]), r)
+            s = rd.sends(c)
+            if len(s["t"]):
+                t = pa.array(s.pop("t"), pa.int64(), mask=~s.pop("t_valid"))
+                yield batch(rid, node, KIND_SEND, len(t), {**s, "t": t})
+            k = rd.counts(c, int(info.get("t0") or 0))
+            if len(k["packets"]):
+                yield batch(rid, node, KIND_COUNTS, len(k["packets"]), k)
+            yield batch(rid, node, KIND_FILE, 1, {"file": [path], "file_records": [parsed.records],
+                                                   "file_other": [parsed.other],
+                                                   "file_damage": [json.dumps(parsed.damage)]})
+
+    return parse
+
+
+def _capture_source(spark, runs: List[RunInfo], source: str = "auto"):
+    """(DataFrame of the captures to decode, run lookup), or (None, None) when there is none.
+
+    Local run directories (the usual case, and any local[N] master): a DataFrame of (run, path)
+    rows; each task reads its files itself, so a file's bytes never travel through the JVM. Other
+    URIs (hdfs:, s3a:, ...) or another master: Spark's binaryFile source reads them.
+    source: "auto" chooses so; "binaryFile" forces Spark's source (tests compare the two)."""
+    lookup: Dict[str, Dict[str, object]] = {}
+    for r in runs:
+        info = {"run_id": r.run_id, "node_ids": r.node_ids,
+                "t0": int(r.manifest.get("t0_ns") or r.manifest.get("started_ns") or 0),
+                "local": {n: local_addresses(intfs.values()) for n, intfs in r.manifest.get("addresses", {}).items()}}
+        lookup[r.uri] = info
+        if r.uri.startswith("/"):
+            lookup["file:" + r.uri] = info
+    master = spark.sparkContext.master
+    if source == "auto" and master.startswith("local") and all(local_path(r.uri) is not None for r in runs):
+        rows = []
+        for r in runs:
+            pcap = os.path.join(local_path(r.uri), "pcap")
+            if os.path.isdir(pcap):
+                files = [os.path.join(pcap, f) for f in os.listdir(pcap) if f.endswith(".pcap")]
+                rows += [(r.uri, f, os.path.getsize(f)) for f in files]
+        if not rows:
+            return None, None
+        rows.sort(key=lambda row: -row[2])  # the big files first, spread over the tasks
+        slices = max(1, min(len(rows), 4 * spark.sparkContext.defaultParallelism))
+        rdd = spark.sparkContext.parallelize([(u, f) for u, f, _ in rows], slices)
+        return spark.createDataFrame(rdd, "run string, path string"), lookup
+    paths = [posixpath.join(r.uri, "pcap") for r in runs if _may_exist(posixpath.join(r.uri, "pcap"), ".pcap")]
+    if not paths:  # runs without captures: no packets
+        return None, None
+    files = (spark.read.format("binaryFile").option("pathGlobFilter", "*.pcap")
+             .option("recursiveFileLookup", "false").load(paths).select("path", "content"))
+    return files, lookup
+
+
 def packet_schema():
     from pyspark.sql import types as T
 
     spark_types = {"int64": T.LongType(), "int32": T.IntegerType(), "int16": T.ShortType(), "int8": T.ByteType(),
                    "bool": T.BooleanType()}
-    fields = [T.StructField("run", T.StringType()), T.StructField("node", T.StringType())]
     import numpy as np
-    fields += [T.StructField(name, spark_types[np.dtype(dtype).name]) for name, dtype in COLUMNS]
-    # one summary row per file (kind 1) travels with the packets (kind 0)
-    fields += [T.StructField("kind", T.ByteType()), T.StructField("file", T.StringType()),
-               T.StructField("file_records", T.LongType()), T.StructField("file_other", T.LongType()),
-               T.StructField("file_damage", T.StringType())]
-    return T.StructType(fields)
+    return T.StructType([T.StructField("run", T.StringType()), T.StructField("node", T.StringType())]
+                        + [T.StructField(name, spark_types[np.dtype(dtype).name]) for name, dtype in COLUMNS])
 
 
-def _parse_batches(runs: Dict[str, Dict[str, object]]):
-    """The mapInArrow function: binaryFile rows (path, content) -> packet rows and a summary per file."""
-
-    def parse(batches):
-        import numpy as np
-        import pyarrow as pa
-
-        for batch in batches:
-            paths = batch.column("path").to_pylist()
-            content = batch.column("content")
-            offsets = np.frombuffer(content.buffers()[1], dtype=np.int32 if content.type == pa.binary() else np.int64)
-            offsets = offsets[content.offset:content.offset + len(content) + 1]
-            data = np.frombuffer(content.buffers()[2], dtype=np.uint8) if content.buffers()[2] is not None \
-                else np.zeros(0, np.uint8)
-            for i, path in enumerate(paths):
-                run_uri = path.rsplit("/pcap/", 1)[0]
-                info = runs.get(run_uri) or runs.get(run_uri.replace("file:///", "file:/")) or runs.get(
-                    run_uri.replace("file:", "", 1))
-                node = node_of(path)
-                run_id = info["run_id"] if info else run_uri
-                node_id = info["node_ids"].get(node, 0) if info else 0
-                local = info["local"].get(node) if info else None
-                parsed = read_bytes(data[offsets[i]:offsets[i + 1]], node_id, local)
-                n = parsed.packets
-                arrays = [pa.repeat(pa.scalar(run_id), n), pa.repeat(pa.scalar(node), n)]
-                arrays += [pa.array(parsed.columns[name]) for name, _ in COLUMNS]
-                arrays += [pa.array(np.zeros(n, np.int8)), pa.nulls(n, pa.string()), pa.nulls(n, pa.int64()),
-                           pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())]
-                names = ["run", "node"] + [c for c, _ in COLUMNS] + ["kind", "file", "file_records", "file_other",
-                                                                      "file_damage"]
-                if n:
-                    yield pa.RecordBatch.from_arrays(arrays, names=names)
-                summary = [pa.array([run_id]), pa.array([node])]
-                summary += [pa.nulls(1, arrays[2 + k].type) for k in range(len(COLUMNS))]
-                summary += [pa.array([1], pa.int8()), pa.array([path]), pa.array([parsed.records], pa.int64()),
-                            pa.array([parsed.other], pa.int64()), pa.array([json.dumps(parsed.damage)])]
-                yield pa.RecordBatch.from_arrays(summary, names=names)
-
-    return parse
-
-
-def read_packets(spark, runs: List[RunInfo]):
-    """A DataFrame with one row per testbed packet of every pcap of the runs (kind 0), and one
-    summary row per file (kind 1: records, other traffic, damage as JSON)."""
-    paths = [posixpath.join(r.uri, "pcap") for r in runs if _may_exist(posixpath.join(r.uri, "pcap"), ".pcap")]
-    if not paths:  # runs without captures: no packets
+def read_packets(spark, runs: List[RunInfo], source: str = "auto"):
+    """A DataFrame with one row per testbed packet of every pcap of the runs (the packets table)."""
+    files, lookup = _capture_source(spark, runs, source)
+    if files is None:
         return spark.createDataFrame([], packet_schema())
-    files = (spark.read.format("binaryFile").option("pathGlobFilter", "*.pcap")
-             .option("recursiveFileLookup", "false").load(paths).select("path", "content"))
-    lookup = {}
-    for r in runs:
-        info = {"run_id": r.run_id, "node_ids": r.node_ids,
-                "local": {n: local_addresses(intfs.values()) for n, intfs in r.manifest.get("addresses", {}).items()}}
-        lookup[r.uri] = info
-        if r.uri.startswith("/"):
-            lookup["file:" + r.uri] = info
     return files.mapInArrow(_parse_batches(lookup), packet_schema())
+
+
+def read_reduced(spark, runs: List[RunInfo], source: str = "auto"):
+    """Every capture of the runs decoded and reduced where it is read: file summaries, receptions,
+    sends and packet counts (see spark_analysis.reduce), told apart by `kind`."""
+    files, lookup = _capture_source(spark, runs, source)
+    if files is None:
+        return spark.createDataFrame([], reduced_schema())
+    return files.mapInArrow(_reduce_batches(lookup), reduced_schema())
 
 
 def event_schema():

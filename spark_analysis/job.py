@@ -1,7 +1,7 @@
 """`testbed analyze`: run directories -> RUN_DIR/report/ (results.json, Parquet tables, plots, index.html).
 
-Stages: start Spark, read the manifests, decode the pcaps (vectorised reader in mapInArrow) and
-the event logs, compute the metrics in Spark, collect each run's history for the property
+Stages: start Spark, read the manifests, decode the pcaps (vectorised reader in mapInArrow, each
+capture reduced where it is read) and the event logs, compute the metrics in Spark, collect each run's history for the property
 checkers, write the Parquet tables, then results.json, the plots and index.html. The report is
 assembled in RUN_DIR/report.partial/ and replaces RUN_DIR/report/ only when complete, so a
 failed or interrupted analysis leaves the run directory as it was.
@@ -17,7 +17,8 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
-from .inputs import AnalysisError, RunInfo, local_path, normalise, read_events, read_manifest, read_packets
+from .inputs import (KIND_FILE, AnalysisError, RunInfo, local_path, normalise, read_events, read_manifest, read_packets,
+                     read_reduced)
 
 RESULTS_VERSION = 1
 STAGES = ["starting Spark", "reading manifests", "decoding pcaps", "reading logs", "metrics", "checks",
@@ -76,10 +77,12 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
         seen[r.run_id] = r.uri
 
     prog.stage("decoding pcaps")
-    raw = read_packets(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
-    files = raw.filter(F.col("kind") == 1).select("run", "node", "file", "file_records", "file_other",
-                                                  "file_damage").collect()
-    packets = raw.filter(F.col("kind") == 0).drop("kind", "file", "file_records", "file_other", "file_damage")
+    # each capture is decoded and reduced in the task that reads it; the per-packet table is
+    # decoded again, lazily, only to be written
+    raw = read_reduced(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
+    files = raw.filter(F.col("kind") == KIND_FILE).select("run", "node", "file", "file_records", "file_other",
+                                                          "file_damage").collect()
+    packets = read_packets(spark, runs)
 
     prog.stage("reading logs")
     events = read_events(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
@@ -88,7 +91,7 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
 
     prog.stage("metrics")
     from .metrics import RunMetrics
-    m = RunMetrics(spark, packets, events, runs)
+    m = RunMetrics(spark, raw, events, runs)
     m.pairs = m.pairs.persist(StorageLevel.MEMORY_AND_DISK)  # collected, then written as a table
     c = m.collect()
 

@@ -1,8 +1,8 @@
 """Delivery metrics: message-level from the pcaps, application-level from the logs.
 
-Spark does the heavy part: decoding every packet, grouping the copies of each fragment at each
-node, joining the receptions with the intended receivers of every send, and counting packets by
-node, type, direction and second. What reaches the driver is one row per (message, intended
+Spark does the heavy part: each capture is decoded and reduced in the task that reads it
+(spark_analysis.reduce: first copies per message at the node, its own sends, packet counts per
+second), then Spark joins the receptions with the intended receivers of every send across nodes. What reaches the driver is one row per (message, intended
 receiver) plus small aggregates, from which the statistics below are computed exactly with numpy.
 
 Definitions (written down in docs/ANALYSIS.md):
@@ -31,11 +31,11 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from agents.wire import Flags, MessageType
+from agents.wire import MessageType
 
 from .pcapreader import DIR_FORWARDED, DIR_IN, DIR_OUT
+from .reduce import DATA_TYPES, L2_L3_L4_HEADERS  # noqa: F401 (the header size: documented here, counted there)
 
-DATA_TYPES = (MessageType.PROBE, MessageType.ABC_DATA, MessageType.GOSSIP_KNOWLEDGE, MessageType.CAUSAL_DATA)
 TYPE_CLASS = {
     MessageType.ACK: "control", MessageType.ABC_REQUEST: "control", MessageType.ABC_REPLY: "control",
     MessageType.MEMBERSHIP: "control", MessageType.GOSSIP_HEADERS: "headers", MessageType.GOSSIP_PULL: "pulls",
@@ -43,7 +43,6 @@ TYPE_CLASS = {
 }
 for _t in DATA_TYPES:
     TYPE_CLASS[_t] = "data"
-L2_L3_L4_HEADERS = 14 + 20 + 8
 
 
 def type_name(code) -> str:
@@ -78,7 +77,8 @@ def intended_receivers(sends, peers):
 class RunMetrics:
     """The Spark side: tables built once per analysis, reduced and collected in a few actions."""
 
-    def __init__(self, spark, packets, events, runs) -> None:
+    def __init__(self, spark, reduced, events, runs) -> None:
+        """reduced: the captures reduced where they were decoded (inputs.read_reduced)."""
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
@@ -94,7 +94,6 @@ class RunMetrics:
         peers_df = spark.createDataFrame(peer_rows, T.StructType([
             T.StructField("run", T.StringType()), T.StructField("node", T.StringType()),
             T.StructField("peers", T.ArrayType(T.StringType()))]))
-        t0 = F.broadcast(spark.createDataFrame(t0_rows, "run string, t0 long"))
         type_map = _type_map()
 
         # application sends (the origin's own, not relays) with their intended receivers
@@ -106,22 +105,16 @@ class RunMetrics:
         self.sends = sends.join(F.broadcast(ids), on=["run", "origin"], how="left")
         self.deliveries = events.filter(F.col("event") == "deliver")
 
-        p = packets
-        not_ack = F.col("type") != int(MessageType.ACK)
-        first_out = p.filter((F.col("direction") == DIR_OUT) & (F.col("sender") == F.col("origin"))
-                             & (F.col("hops") == 0) & (F.col("flags").bitwiseAND(int(Flags.RETRANSMISSION)) == 0)
-                             & not_ack)
-        wire_send = (first_out.groupBy("run", "origin", "seq", "type").agg(F.min("ts_ns").alias("wire_t"))
+        from .inputs import KIND_COUNTS, KIND_RECEPTION, KIND_SEND
+        kind = F.col("kind")
+        sent = reduced.filter(kind == KIND_SEND)
+        wire_send = (sent.filter(F.col("t").isNotNull()).groupBy("run", "origin", "seq", "type")
+                     .agg(F.min("t").alias("wire_t"))
                      .withColumnRenamed("origin", "origin_id").withColumnRenamed("type", "type_id"))
-        per_frag = (p.filter((F.col("direction") == DIR_IN) & not_ack)
-                    .groupBy("run", "node", "origin", "seq", "type", "frag_index")
-                    .agg(F.min("ts_ns").alias("first"), F.count(F.lit(1)).alias("copies"),
-                         F.max("frag_count").alias("fc")))
-        self.receptions = (per_frag.groupBy("run", "node", "origin", "seq", "type")
-                           .agg(F.max("first").alias("recv_t"), F.count(F.lit(1)).alias("frags"),
-                                F.sum("copies").alias("copies"), F.max("fc").alias("frag_count"))
-                           .withColumnRenamed("origin", "origin_id").withColumnRenamed("type", "type_id")
-                           .withColumnRenamed("node", "receiver"))
+        self.receptions = (reduced.filter(kind == KIND_RECEPTION)
+                           .select("run", F.col("node").alias("receiver"), F.col("origin").alias("origin_id"), "seq",
+                                   F.col("type").alias("type_id"), F.col("t").alias("recv_t"), "frags", "copies",
+                                   "frag_count"))
         msgs = (self.sends.select("run", "origin", "origin_id", "seq", "type_id", "t", "intended")
                 .join(wire_send, on=["run", "origin_id", "seq", "type_id"], how="left")
                 .withColumn("send_t", F.coalesce("wire_t", "t")))
@@ -129,21 +122,15 @@ class RunMetrics:
                                   F.explode("intended").alias("receiver"))
                       .join(self.receptions, on=["run", "receiver", "origin_id", "seq", "type_id"], how="left")
                       .withColumn("recv_t", F.when(F.col("frags") >= F.col("frag_count"), F.col("recv_t"))))
-        sec = F.floor((F.col("ts_ns") - F.col("t0")) / 1e9).cast("long")
-        self.packet_counts = (p.join(t0, "run").withColumn("second", sec)
+        self.packet_counts = (reduced.filter(kind == KIND_COUNTS)
                               .groupBy("run", "node", "type", "direction", "second")
-                              .agg(F.count(F.lit(1)).alias("packets"), F.sum("frame_len").alias("bytes"),
-                                   F.sum(F.col("header_len") + L2_L3_L4_HEADERS).alias("header_bytes"),
-                                   F.sum((F.col("flags").bitwiseAND(int(Flags.RETRANSMISSION)) > 0).cast("long"))
-                                   .alias("retransmissions"),
-                                   F.sum((F.col("flags").bitwiseAND(int(Flags.RELAYED)) > 0).cast("long"))
-                                   .alias("relayed")))
+                              .agg(*[F.sum(c).alias(c) for c in ("packets", "bytes", "header_bytes",
+                                                                  "retransmissions", "relayed")]))
         self.duplicates = (self.receptions.groupBy("run", "type_id")
                            .agg(F.count(F.lit(1)).alias("receptions"),
                                 F.sum(F.col("copies") - F.col("frags")).alias("duplicates")))
-        self.transmissions = (p.filter((F.col("direction") == DIR_OUT) & (F.col("frag_index") == 0)
-                                       & F.col("type").isin([int(t) for t in DATA_TYPES]))
-                              .groupBy("run", "origin", "seq", "type").agg(F.count(F.lit(1)).alias("tx")))
+        self.transmissions = (sent.filter(F.col("tx") > 0).groupBy("run", "origin", "seq", "type")
+                              .agg(F.sum("tx").alias("tx")))
         self.t0 = {r.run_id: t for r, (_, t) in zip(runs, t0_rows)}
 
     def collect(self) -> "Collected":

@@ -214,6 +214,38 @@ def test_analysis_of_a_synthetic_run_matches_its_ground_truth(synthetic, spark, 
     assert not os.path.exists(os.path.join(run, "report.partial"))
 
 
+def test_captures_reduced_where_read_equal_spark_grouping_every_packet(synthetic, spark):
+    """The reduction each task does on its captures (spark_analysis.reduce) against Spark's own
+    grouping of the per-packet table; and local reading against Spark's binaryFile source."""
+    from pyspark.sql import functions as F
+
+    from spark_analysis.inputs import normalise, read_manifest, read_packets, read_reduced
+
+    run = read_manifest(spark, normalise(synthetic["clean"]))
+    local = read_reduced(spark, [run]).filter("kind != 1").drop("file")
+    via_spark = read_reduced(spark, [run], source="binaryFile").filter("kind != 1").drop("file")
+    assert local.count() == via_spark.count() > 0 and local.exceptAll(via_spark).count() == 0
+    p = read_packets(spark, [run], source="binaryFile")
+    per_frag = (p.filter((F.col("direction") == 0) & (F.col("type") != int(wire.MessageType.ACK)))
+                .groupBy("run", "node", "origin", "seq", "type", "frag_index")
+                .agg(F.min("ts_ns").alias("first"), F.count(F.lit(1)).alias("copies"),
+                     F.max("frag_count").alias("fc")))
+    expected = (per_frag.groupBy("run", "node", "origin", "seq", "type")
+                .agg(F.max("first").alias("t"), F.count(F.lit(1)).alias("frags"), F.sum("copies").alias("copies"),
+                     F.max("fc").cast("long").alias("frag_count")))
+    got = local.filter("kind = 2").select("run", "node", "origin", "seq", "type", "t", "frags", "copies",
+                                          "frag_count")
+    assert expected.count() == got.count() > 0 and expected.exceptAll(got).count() == 0
+    first_out = (p.filter((F.col("direction") == 1) & (F.col("sender") == F.col("origin")) & (F.col("hops") == 0)
+                          & (F.col("flags").bitwiseAND(int(wire.Flags.RETRANSMISSION)) == 0)
+                          & (F.col("type") != int(wire.MessageType.ACK)))
+                 .groupBy("run", "node", "origin", "seq", "type").agg(F.min("ts_ns").alias("t")))
+    got = local.filter("kind = 3 and t is not null").select("run", "node", "origin", "seq", "type", "t")
+    assert first_out.count() == got.count() > 0 and first_out.exceptAll(got).count() == 0
+    totals = local.filter("kind = 4").agg(F.sum("packets"), F.sum("bytes")).first()
+    assert (totals[0], totals[1]) == tuple(p.agg(F.count(F.lit(1)), F.sum("frame_len")).first())
+
+
 def test_damaged_pcaps_are_reported_and_do_not_fail_the_job(synthetic, spark, tmp_path):
     from spark_analysis.job import analyze
 
