@@ -279,24 +279,18 @@ def event_schema():
     return T.StructType(fields)
 
 
-def read_events(spark, runs: List[RunInfo]):
-    """The agents' JSON-lines events of every run, with a `run` column. Fields that an event does
+def read_events(spark, run: RunInfo):
+    """The agents' JSON-lines events of a run, with a `run` column. Fields that an event does
     not have are null; `to`, `eligible`, `vc` and `deps` keep their JSON text (a name or a list).
     Unreadable lines land in _corrupt_record (counted in the report), they do not fail the job."""
     from pyspark.sql import functions as F
 
-    frames = None
-    for r in runs:
-        if not _may_exist(posixpath.join(r.uri, "logs"), ".jsonl"):
-            df = spark.createDataFrame([], event_schema()).withColumn("run", F.lit(r.run_id))
-            frames = df if frames is None else frames.unionByName(df)
-            continue
-        df = (spark.read.schema(event_schema()).option("mode", "PERMISSIVE")
-              .option("columnNameOfCorruptRecord", "_corrupt_record")
-              .json(posixpath.join(r.uri, "logs", "*.jsonl"))
-              .withColumn("run", F.lit(r.run_id)))
-        frames = df if frames is None else frames.unionByName(df)
-    return frames
+    if not _may_exist(posixpath.join(run.uri, "logs"), ".jsonl"):
+        return spark.createDataFrame([], event_schema()).withColumn("run", F.lit(run.run_id))
+    return (spark.read.schema(event_schema()).option("mode", "PERMISSIVE")
+            .option("columnNameOfCorruptRecord", "_corrupt_record")
+            .json(posixpath.join(run.uri, "logs", "*.jsonl"))
+            .withColumn("run", F.lit(run.run_id)))
 
 
 def _may_exist(uri: str, suffix: str) -> bool:

@@ -62,9 +62,6 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
     when the protocol logs vc/deps or the history has at most CAUSAL_AUTO_LIMIT deliveries."""
     prog = Progress(progress)
     prog.stage("starting Spark")
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
     from .session import spark_session
     spark = spark or spark_session(master)
     prog.stage("reading manifests")
@@ -75,6 +72,21 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
             raise AnalysisError(f"{r.uri}: run id {r.run_id!r} is also the id of {seen[r.run_id]}; "
                                 f"analyse them separately")
         seen[r.run_id] = r.uri
+    try:
+        return _analyze(spark, runs, prog, causal)
+    except BaseException:
+        for r in runs:  # a failed or interrupted analysis leaves no half-written report behind
+            try:
+                _remove(spark, _partial_uri(r))
+            except Exception:
+                pass
+        raise
+
+
+def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[str, dict]:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
 
     prog.stage("decoding pcaps")
     # each capture is decoded and reduced in the task that reads it; the per-packet table is
@@ -85,7 +97,16 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
     packets = read_packets(spark, runs)
 
     prog.stage("reading logs")
-    events = read_events(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
+    # the logs are parsed once, into the report's events table; everything else reads that
+    # Parquet table (column-pruned), which is far cheaper than caching the parsed rows
+    partial = {r.run_id: _partial_uri(r) for r in runs}
+    for r in runs:
+        _remove(spark, partial[r.run_id])
+        read_events(spark, r).write.mode("overwrite").parquet(f"{partial[r.run_id]}/events.parquet")
+    events = None
+    for r in runs:
+        df = spark.read.parquet(f"{partial[r.run_id]}/events.parquet")
+        events = df if events is None else events.unionByName(df)
     corrupt = {r["run"]: int(r["n"]) for r in events.filter(F.col("_corrupt_record").isNotNull())
                .groupBy("run").agg(F.count(F.lit(1)).alias("n")).collect()}
 
@@ -141,11 +162,7 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
             res["comparison"] = comparison
 
     prog.stage("writing tables")
-    partial = {r.run_id: _partial_uri(r) for r in runs}
-    for r in runs:
-        _remove(spark, partial[r.run_id])
-    for name, table in (("packets", packets), ("events", events.drop("_corrupt_record")),
-                        ("receptions", m.pairs)):
+    for name, table in (("packets", packets), ("receptions", m.pairs)):
         for r in runs:
             (table.filter(F.col("run") == r.run_id).coalesce(max(1, spark.sparkContext.defaultParallelism))
              .write.mode("overwrite").parquet(f"{partial[r.run_id]}/{name}.parquet"))
@@ -161,7 +178,6 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
             _upload(spark, tmp, partial[rid])
         _replace(spark, partial[rid], _report_uri(r))
     raw.unpersist()
-    events.unpersist()
     m.pairs.unpersist()
     prog.done()
     return results
