@@ -1,0 +1,1 @@
+"""AbC (attribute-based communication) agents: components, sequencing servers, matching."""
