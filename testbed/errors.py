@@ -41,3 +41,10 @@ class CapabilityError(TestbedError):
     """The machine cannot emulate what was asked (a kernel feature or a tool is missing)."""
 
     exit_code = 3
+
+
+class RemoteError(TestbedError):
+    """A remote machine could not be reached, did not prove its identity (host key), refused the
+    login, or the connection to it broke (`testbed remote`)."""
+
+    exit_code = 4

@@ -2,7 +2,10 @@
 library; no logic lives in this layer.
 
 Exit codes: 0 success, 1 failure while running, 2 bad input (a file, a field or an argument),
-3 the machine cannot do what was asked (missing kernel feature or tool), 130 interrupted.
+3 the machine cannot do what was asked (missing kernel feature or tool; for `testbed remote`, the
+remote machine lacks the testbed or root), 4 a remote machine cannot be reached, its host key is
+unknown or has changed, the login is refused, or the connection broke (`testbed remote`),
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ import sys
 from typing import List, Optional
 
 from ..errors import TestbedError
-from . import analyze, clean, doctor, down, exec_, images, ls, pingall, run, schema, topo, up
+from . import analyze, clean, doctor, down, exec_, images, ls, pingall, remote, run, schema, topo, up
 
-VERBS = [doctor, run, analyze, up, down, exec_, ls, pingall, clean, topo, schema, images]
+VERBS = [doctor, run, analyze, remote, up, down, exec_, ls, pingall, clean, topo, schema, images]
 
 
 class _Parser(argparse.ArgumentParser):
