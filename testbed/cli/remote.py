@@ -181,19 +181,9 @@ def doctor(args) -> int:
 
 def _finish(outcome, args) -> int:
     """Summarise the downloaded run as `testbed run` does, and analyse it here if asked."""
-    from .run import summarize
+    from .run import finish
 
     if outcome.manifest is None or outcome.run_dir is None:
         sys.stdout.write(outcome.remote_stdout)
         return outcome.exit_code
-    summarize(outcome.run_dir, outcome.manifest)
-    status = outcome.manifest.get("status")
-    if status == "interrupted":
-        return 130
-    if args.analyze:
-        from spark_analysis.job import analyze
-
-        from .analyze import print_summary
-        for res in analyze([outcome.run_dir], master=args.master, progress=not args.quiet).values():
-            print_summary(res)
-    return 0 if status == "completed" else 1
+    return finish(outcome.run_dir, outcome.manifest, args)

@@ -32,14 +32,20 @@ def run(args) -> int:
     scenario = load_scenario(args.scenario, seed=args.seed, overrides=tuple(args.set))
     execution = Run(scenario, out_dir=args.out, accept_unemulated=accepted, progress=not args.quiet)
     manifest = execution.execute()
-    summarize(execution.dir, manifest)
-    status = manifest["status"]
+    return finish(execution.dir, manifest, args)
+
+
+def finish(run_dir: str, manifest: dict, args) -> int:
+    """Summarise a run directory (here or downloaded), analyse it with --analyze, and give the
+    exit code its status means: 0 completed, 130 interrupted (not analysed), 1 otherwise."""
+    summarize(run_dir, manifest)
+    status = manifest.get("status")
     if status == "interrupted":
         return 130
     if args.analyze:
         from .analyze import print_summary
         from spark_analysis.job import analyze
-        for res in analyze([execution.dir], master=args.master, progress=not args.quiet).values():
+        for res in analyze([run_dir], master=args.master, progress=not args.quiet).values():
             print_summary(res)
     return 0 if status == "completed" else 1
 
