@@ -235,6 +235,13 @@ class Lines:
         return "".join(self.lines)
 
 
+def _stdout_after(proc, timeout: float) -> str:
+    """The process's stdout once it has ended. Not communicate(): that would also read stderr,
+    which a Lines reader is consuming, and lines would go to one reader or the other."""
+    proc.wait(timeout=timeout)
+    return proc.stdout.read()
+
+
 @pytest.fixture
 def nothing_left():
     """No testbed object appears because of the test. Others may run labs on this machine at the
@@ -402,7 +409,7 @@ def test_ctrl_c_stops_the_remote_run_and_brings_back_what_it_captured(user, sshd
     err.wait_for("[run] timeline")
     time.sleep(1)
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=180)
+    out = _stdout_after(proc, timeout=180)
     assert proc.returncode == 130, out + err.text()
     assert "stopping the run on" in err.text()
     run_id = re.search(r"^run (\S+): interrupted$", out, re.M).group(1)
@@ -419,7 +426,7 @@ def test_a_broken_connection_leaves_the_run_to_fetch_later(user, sshd, nothing_l
     err = Lines(proc.stderr)
     err.wait_for("[run] timeline")
     assert sshd.drop_connections() > 0
-    out, _ = proc.communicate(timeout=60)
+    out = _stdout_after(proc, timeout=60)
     assert proc.returncode == 4, out + err.text()
     job = re.search(r"started on \S+ as job (\S+) ", err.text()).group(1)
     assert f"testbed remote fetch {sshd.target} {job} --wait" in err.text()
