@@ -739,8 +739,9 @@ def check_total_order_global(history: Union[History, Prepared]) -> Dict[str, Any
         budget = [CYCLE_SEARCH_BUDGET]
         found: List[List[int]] = []
         succ = _Adjacency(M, ea, eb)
+        two_cycles = 0
         for comp in comps:  # smallest first
-            if sum(len(c) == 2 for c in found) >= MAX_COUNTEREXAMPLES:
+            if two_cycles >= MAX_COUNTEREXAMPLES:
                 break  # as many 2-cycles as are reported: no cycle is shorter
             if found and budget[0] <= 0:
                 exact = False
@@ -749,6 +750,7 @@ def check_total_order_global(history: Union[History, Prepared]) -> Dict[str, Any
             exact &= ex
             if cyc:
                 found.append(cyc)
+                two_cycles += len(cyc) == 2
         found.sort(key=len)
         for cyc in found[:MAX_COUNTEREXAMPLES]:
             edges = []

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 import pandas as pd
 
-from .checkers import History, Prepared, prepare
+from .checkers import History, Prepared, _member, prepare
 
 NODE_DOWN = {"kill", "stop"}
 NODE_UP = {"start"}
@@ -92,12 +92,7 @@ def gossip_measures(history: Union[History, Prepared], manifest: dict, wire: dic
     # delivered m (its first delivery; duplicates and phantoms do not count)
     keep = p.correct[p.E_node] if len(p.E_node) else np.zeros(0, bool)
     e_msg, e_key = p.E_msg[keep], p.E_key[keep]
-    got = np.sort(p.f_msg * p.NN + p.f_node)
-    if len(got):
-        at = np.minimum(np.searchsorted(got, e_key), len(got) - 1)
-        hit = got[at] == e_key
-    else:
-        hit = np.zeros(len(e_key), bool)
+    hit = _member(e_key, np.sort(p.f_msg * p.NN + p.f_node))
     count = np.bincount(e_msg, minlength=p.M)
     hits = np.bincount(e_msg, weights=hit, minlength=p.M)
     has = count > 0

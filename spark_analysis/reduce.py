@@ -36,19 +36,22 @@ RETRANSMISSION = int(Flags.RETRANSMISSION)
 RELAYED = int(Flags.RELAYED)
 
 
+def _run_starts(sorted_keys: List[np.ndarray]) -> np.ndarray:
+    """The start of each run of equal key tuples in rows already sorted by those keys."""
+    n = len(sorted_keys[0])
+    change = np.zeros(n, bool)
+    if n:
+        change[0] = True
+        for k in sorted_keys:
+            change[1:] |= k[1:] != k[:-1]
+    return np.flatnonzero(change)
+
+
 def _groups(keys: List[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
     """(order, starts): the permutation sorting rows by the keys (first key most significant)
     and the start of each group of equal keys in that order."""
-    n = len(keys[0])
-    if not n:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    order = np.lexsort(keys[::-1])
-    change = np.zeros(n, bool)
-    change[0] = True
-    for k in keys:
-        s = k[order]
-        change[1:] |= s[1:] != s[:-1]
-    return order, np.flatnonzero(change)
+    order = np.lexsort(keys[::-1]) if len(keys[0]) else np.zeros(0, np.int64)
+    return order, _run_starts([k[order] for k in keys])
 
 
 def receptions(c: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
@@ -61,11 +64,7 @@ def receptions(c: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
     copies = np.diff(np.append(starts, len(order)))
     fcount = np.maximum.reduceat(fc[order], starts) if len(starts) else np.zeros(0, np.int32)
     o, s, t = origin[order][starts], seq[order][starts], typ[order][starts]
-    # per message (rows are already sorted by origin, seq, type)
-    change = np.ones(len(starts), bool)
-    if len(starts):
-        change[1:] = (o[1:] != o[:-1]) | (s[1:] != s[:-1]) | (t[1:] != t[:-1])
-    m = np.flatnonzero(change)
+    m = _run_starts([o, s, t])  # per message: the fragments are already sorted by origin, seq, type
     if not len(m):
         z = np.zeros(0, np.int64)
         return {"origin": z.astype(np.int32), "seq": z, "type": z.astype(np.int16), "t": z, "frags": z,

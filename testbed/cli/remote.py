@@ -26,13 +26,7 @@ def register(sub) -> None:
     r.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a scenario field (repeatable), as for 'testbed run'")
     add_accept_unemulated(r)
-    r.add_argument("--out", help="local run directory (default runs/<run-id>); must not exist or be empty")
-    r.add_argument("--analyze", action="store_true",
-                   help="analyse the downloaded run here afterwards (as 'testbed analyze')")
-    r.add_argument("--master", help="with --analyze: Spark master URL (default local)")
-    r.add_argument("--quiet", action="store_true", help="no progress")
-    r.add_argument("--keep-remote", action="store_true",
-                   help="keep the run's work directory there after downloading it")
+    _download_options(r)
     _connection(r, remote_dir=True, remote_testbed=True)
     r.set_defaults(run=run)
 
@@ -50,11 +44,7 @@ def register(sub) -> None:
     _target(f)
     f.add_argument("name", nargs="?", metavar="RUN", help="job name or run id (as listed without RUN)")
     f.add_argument("--wait", action="store_true", help="if the run is still going, show it and wait for its end")
-    f.add_argument("--out", help="local run directory (default runs/<run-id>)")
-    f.add_argument("--analyze", action="store_true", help="analyse the downloaded run here afterwards")
-    f.add_argument("--master", help="with --analyze: Spark master URL (default local)")
-    f.add_argument("--quiet", action="store_true", help="no progress")
-    f.add_argument("--keep-remote", action="store_true", help="keep the run there after downloading it")
+    _download_options(f)
     f.add_argument("--json", action="store_true", help="without RUN: the list as JSON")
     _connection(f, remote_dir=True, remote_testbed=False)
     f.set_defaults(run=fetch)
@@ -64,6 +54,17 @@ def register(sub) -> None:
     s.add_argument("name", metavar="RUN", help="job name or run id")
     _connection(s, remote_dir=True, remote_testbed=False)
     s.set_defaults(run=stop)
+
+
+def _download_options(p) -> None:
+    """Where a remote run comes back to, and what happens to it then (run and fetch)."""
+    p.add_argument("--out", help="local run directory (default runs/<run-id>); must not exist or be empty")
+    p.add_argument("--analyze", action="store_true",
+                   help="analyse the downloaded run here afterwards (as 'testbed analyze')")
+    p.add_argument("--master", help="with --analyze: Spark master URL (default local)")
+    p.add_argument("--quiet", action="store_true", help="no progress")
+    p.add_argument("--keep-remote", action="store_true",
+                   help="keep the run's work directory there after downloading it")
 
 
 def _intermixed(base):
