@@ -70,7 +70,7 @@ class Config:
     role: str
     params: Dict[str, Any]
     seed: int
-    nodes: Dict[str, Dict[str, Any]]  # name → {"id", "address"}
+    nodes: Dict[str, Dict[str, Any]]  # name → {"id", "address", "role", "params"}
     broadcast: List[str]
     log: str
     port: int = DEFAULT_PORT
@@ -78,6 +78,7 @@ class Config:
     wait_for_start: bool = False  # runs: the workload starts on SIGUSR2, for all agents at once
     reliable_timeout_ms: float = 200.0
     reliable_tries: int = 20
+    run_seed: int = 0  # the scenario's seed, the same for every node (the node's own is `seed`)
 
     @classmethod
     def load(cls, path: str) -> "Config":
@@ -127,7 +128,9 @@ class Agent:
         self._sequence = 0
         self._transport: Optional[asyncio.DatagramTransport] = None
         self._reassembler = wire.Reassembler()
-        self._pending: Dict[Tuple[str, int, int, int], List[Any]] = {}  # reliable sends awaiting ACK
+        # reliable sends awaiting ACK, keyed by (receiver, origin, sequence, fragment): the receiver
+        # by node name, since a node with several interfaces may acknowledge from another address
+        self._pending: Dict[Tuple[str, int, int, int], List[Any]] = {}
         self._seen_reliable: Dict[Tuple[int, int, int, int], float] = {}
         self.role: Optional[Role] = None
         self.counters = {"sent_datagrams": 0, "received_datagrams": 0, "retransmissions": 0}
@@ -143,10 +146,12 @@ class Agent:
 
     def send(self, mtype: int, body: bytes = b"", to: Any = "broadcast", reliable: bool = False,
              message_id: int = 0, extensions: Optional[Dict[int, bytes]] = None, origin: Optional[int] = None,
-             sequence: Optional[int] = None, hops: int = 0, flags: int = 0, log: bool = True) -> int:
+             sequence: Optional[int] = None, hops: int = 0, flags: int = 0, log: bool = True,
+             **log_fields: Any) -> int:
         """Send a message to a node, a list of nodes, or "broadcast"; returns its sequence number.
 
-        A relay passes the original origin and sequence (and hops + 1)."""
+        A relay passes the original origin and sequence (and hops + 1). `log_fields` are added to
+        the send event (the analysis reads `eligible`, `order`, `sequencer`, `priority`, ...)."""
         seq = sequence if sequence is not None else self.next_sequence()
         header = Header(type=mtype, origin=origin or self.id, sequence=seq, sender=self.id, hops=hops,
                         message_id=message_id, extensions=dict(extensions or {}), flags=flags)
@@ -164,15 +169,15 @@ class Agent:
         if log:  # logged before transmitting: a node killed mid-send has no delivery without its send
             self.log.write("send", t=sent_at, type=_type_name(mtype), origin=self.by_id.get(header.origin, header.origin),
                            seq=seq, to=to if isinstance(to, str) else list(to), bytes=len(body),
-                           frags=len(datagrams), reliable=reliable, message_id=message_id, hops=hops)
+                           frags=len(datagrams), reliable=reliable, message_id=message_id, hops=hops, **log_fields)
         for address, target in targets:
             for datagram in datagrams:
                 self._sendto(datagram, address)
                 if reliable:
                     frag_index = int.from_bytes(datagram[20:22], "big")
-                    key = (address, header.origin, seq, frag_index)
+                    key = (target, header.origin, seq, frag_index)
                     self._pending[key] = [datagram, 1, time.monotonic() + self.config.reliable_timeout_ms / 1000,
-                                          target]
+                                          address]
         return seq
 
     def _sendto(self, datagram: bytes, address: str) -> None:
@@ -188,7 +193,8 @@ class Agent:
             await asyncio.sleep(period)
             now = time.monotonic()
             for key, entry in list(self._pending.items()):
-                datagram, tries, deadline, target = entry
+                datagram, tries, deadline, address = entry
+                target = key[0]
                 if now < deadline:
                     continue
                 if tries >= self.config.reliable_tries:
@@ -198,7 +204,7 @@ class Agent:
                     continue
                 repeat = bytearray(datagram)
                 repeat[4] |= Flags.RETRANSMISSION
-                self._sendto(bytes(repeat), key[0])
+                self._sendto(bytes(repeat), address)
                 self.counters["retransmissions"] += 1
                 entry[1] = tries + 1
                 entry[2] = now + self.config.reliable_timeout_ms / 1000 * (2 ** min(tries, 4))
@@ -219,7 +225,7 @@ class Agent:
         sender = self.by_id.get(header.sender) or self.by_address.get(addr[0], addr[0])
         if header.type == MessageType.ACK:
             origin, seq, frag = wire.read_acked(header.extensions.get(Ext.ACKED, b"\0" * 10))
-            self._pending.pop((addr[0], origin, seq, frag), None)
+            self._pending.pop((sender, origin, seq, frag), None)
             return
         if header.flags & Flags.ACK_REQUESTED:
             ack = Header(type=MessageType.ACK, origin=self.id, sequence=0, sender=self.id,

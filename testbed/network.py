@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import itertools
 import os
 import shutil
 import signal
@@ -325,7 +326,8 @@ class Lab:
             for node in waiting:
                 try:
                     with open(os.path.join(self.node_dirs[node], LOG_NAME)) as handle:
-                        ready = '"state":"started"' in handle.readline()
+                        # a role may log its own state lines while it is set up, before this one
+                        ready = any('"state":"started"' in line for line in itertools.islice(handle, 50))
                 except FileNotFoundError:
                     ready = False
                 if not ready:
