@@ -52,6 +52,7 @@ class MessageType(enum.IntEnum):
     ABC_REQUEST = 10    # AbC: a component (or server) asks for a fresh message id
     ABC_REPLY = 11      # AbC: the sequencer's answer, message_id = the fresh id
     ABC_DATA = 12       # AbC: a data message with its id in message_id
+    ABC_TAKE = 13       # AbC cluster: a server takes the next message from the cluster's shared queue
     GOSSIP_KNOWLEDGE = 20  # gossip: a node's knowledge (push), relayed with hops > 0
     GOSSIP_HEADERS = 21    # gossip: the header buffer (ids of received messages); never relayed
     GOSSIP_PULL = 22       # gossip: a pull request for missing messages; never relayed

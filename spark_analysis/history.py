@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .checkers import History, Prepared, _member, prepare
+from .reduce import DATA_TYPES
 
 NODE_DOWN = {"kill", "stop"}
 NODE_UP = {"start"}
@@ -53,7 +54,13 @@ def end_of_run(manifest: dict, deliveries: pd.DataFrame) -> int:
 
 def build_history(manifest: dict, sends: pd.DataFrame, deliveries: pd.DataFrame) -> History:
     """sends: run's send events (origin, seq, type, t, intended, message_id, order, sequencer,
-    priority, vc, deps); deliveries: (node, origin, seq, type, t)."""
+    priority, vc, deps); deliveries: (node, origin, seq, type, t).
+
+    Only application messages are judged: sends of the data types (reduce.DATA_TYPES) and of any
+    type some node delivers. A protocol's control messages (an AbC request, a gossip pull) are
+    never delivered to an application, so they are not "lost"."""
+    judged = {t.name for t in DATA_TYPES} | set(deliveries["type"].dropna().astype(str))
+    sends = sends[sends["type"].isin(judged)]
     s = pd.DataFrame({
         "msg": sends["origin"].astype(str) + ":" + sends["seq"].astype("int64").astype(str) + ":" + sends["type"],
         "origin": sends["origin"].astype(str),

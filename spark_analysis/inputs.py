@@ -269,19 +269,19 @@ def event_schema():
     from pyspark.sql import types as T
 
     long_fields = ["t", "seq", "message_id", "hops", "order", "priority", "produced_ns", "bytes", "frags",
-                   "attempt", "frag", "node_id", "tries"]
+                   "attempt", "frag", "node_id", "tries", "wanted_ns"]
     string_fields = ["node", "event", "type", "origin", "to", "sender", "eligible", "sequencer", "vc", "deps",
-                     "state", "reason", "role", "msg"]
+                     "state", "reason", "role", "msg", "receivers"]
     fields = [T.StructField(f, T.LongType()) for f in long_fields]
     fields += [T.StructField(f, T.StringType()) for f in string_fields]
     fields += [T.StructField("reliable", T.BooleanType()), T.StructField("retransmission", T.BooleanType()),
-               T.StructField("_corrupt_record", T.StringType())]
+               T.StructField("accepted", T.BooleanType()), T.StructField("_corrupt_record", T.StringType())]
     return T.StructType(fields)
 
 
 def read_events(spark, run: RunInfo):
     """The agents' JSON-lines events of a run, with a `run` column. Fields that an event does
-    not have are null; `to`, `eligible`, `vc` and `deps` keep their JSON text (a name or a list).
+    not have are null; `to`, `eligible`, `receivers`, `vc` and `deps` keep their JSON text (a name or a list).
     Unreadable lines land in _corrupt_record (counted in the report), they do not fail the job."""
     from pyspark.sql import functions as F
 

@@ -117,6 +117,7 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[st
     c = m.collect()
 
     prog.stage("checks")
+    from .abc import abc_measures
     from .checkers import check_all, prepare
     from .history import build_history, gossip_measures
     checks: Dict[str, list] = {}
@@ -152,6 +153,7 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[st
             "overhead": c.overhead(rid),
             "application": c.application_level(rid),
             "gossip": gossip.get(rid, {}),
+            "abc": abc_measures(c.run(c.sends, rid), c.run(c.deliveries, rid), r.manifest),
             "checks": checks.get(rid, []),
             "per_node": c.per_node(rid),
             "series": c.series(rid),
@@ -204,6 +206,8 @@ COMPARED = [
     ("retransmissions", ("overhead", "total", "retransmissions")),
     ("delivered (application)", ("application", "all", "delivered")),
     ("delivery latency median (ms)", ("application", "all", "delivery_latency", "median_ms")),
+    ("AbC delivery time to all, mean (ms)", ("abc", "delivery_time_to_all", "mean_ms")),
+    ("AbC message time gap, mean (ms)", ("abc", "message_time_gap", "mean_ms")),
     ("reliability", ("gossip", "reliability_mean")),
     ("atomicity", ("gossip", "atomicity")),
 ]

@@ -38,6 +38,7 @@ from .reduce import DATA_TYPES, L2_L3_L4_HEADERS  # noqa: F401 (the header size:
 
 TYPE_CLASS = {
     MessageType.ACK: "control", MessageType.ABC_REQUEST: "control", MessageType.ABC_REPLY: "control",
+    MessageType.ABC_TAKE: "control",
     MessageType.MEMBERSHIP: "control", MessageType.GOSSIP_HEADERS: "headers", MessageType.GOSSIP_PULL: "pulls",
     MessageType.CAUSAL_RECOVERY: "pulls",
 }
@@ -140,9 +141,9 @@ class RunMetrics:
             packets=self.packet_counts.toPandas(),
             duplicates=self.duplicates.toPandas(),
             sends=self.sends.select("run", "origin", "seq", "type", "type_id", "t", "intended", "message_id", "order",
-                                    "sequencer", "priority", "vc", "deps").toPandas(),
+                                    "sequencer", "priority", "vc", "deps", "receivers", "wanted_ns").toPandas(),
             deliveries=self.deliveries.select("run", "node", "origin", "seq", "type", "t", "produced_ns",
-                                              "hops").toPandas(),
+                                              "hops", "accepted").toPandas(),
             transmissions=self.transmissions.toPandas(),
             nodes={r.run_id: r.node_ids for r in self.runs},
             t0=self.t0)

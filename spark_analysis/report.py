@@ -256,6 +256,25 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
                              "convergence after last fault (s)"],
                             [[g.get("reliability_mean"), g.get("atomicity"), g.get("bimodality"), g.get("rmr"),
                               g.get("control_overhead"), g.get("convergence_s")]]))
+    a = res.get("abc", {})
+    if a:
+        dt, gap, wait = a.get("delivery_time_to_all", {}), a.get("message_time_gap", {}), a.get("id_wait", {})
+        unit = a.get("time_unit_ms")
+        parts.append("<h2>AbC measures (event logs)</h2>")
+        parts.append(f"<p>{a.get('messages')} data messages among {a.get('components')} components; "
+                     f"{a.get('delivered_to_all')} delivered to every component"
+                     + (f"; one paper time unit = {_fmt(unit)} ms" if unit else "") + ".</p>")
+        parts.append(_table(["measure", "mean (ms)", "mean (time units)", "median (ms)", "p95 (ms)", "max (ms)"], [
+            ["average delivery time to all components", dt.get("mean_ms"), dt.get("mean_time_units"),
+             dt.get("median_ms"), dt.get("p95_ms"), dt.get("max_ms")],
+            ["average message time gap", gap.get("mean_ms"), gap.get("mean_time_units"), None, None, None],
+            ["wait for an id (request to data send)", wait.get("mean_ms"), wait.get("mean_time_units"),
+             wait.get("median_ms"), wait.get("p95_ms"), wait.get("max_ms")]]))
+        ids = a.get("ids", {})
+        parts.append(_table(["ids given", "reused", "contiguous from 0", "accepted", "discarded",
+                             "receivers disagree"],
+                            [[ids.get("count"), ids.get("reused"), ids.get("contiguous"), a.get("accepted"),
+                              a.get("discarded"), a.get("receivers_disagree")]]))
     parts.append("<h2>Property checks</h2>")
     rows = []
     for c in res.get("checks", []):

@@ -43,7 +43,11 @@ def write_configs(topo: Topology, node_dirs: Dict[str, str], seed: int, wait_for
     peers = {}
     for name in topo.nodes:
         address = topo.address_of(name)
-        peers[name] = {"id": ids[name], "address": str(address.ip) if address else None}
+        node = topo.nodes[name]
+        # every agent knows every node's role and parameters: a protocol finds its peers by role
+        # (an AbC server its components, a component the cluster's queue) without a directory
+        peers[name] = {"id": ids[name], "address": str(address.ip) if address else None, "role": node.role,
+                       "params": node.params}
     for name, node in topo.nodes.items():
         os.makedirs(node_dirs[name], exist_ok=True)
         if not has_agent(topo, name):
@@ -53,7 +57,7 @@ def write_configs(topo: Topology, node_dirs: Dict[str, str], seed: int, wait_for
                             for m, _ in seg.members if m != name})
         config = {
             "node": name, "node_id": ids[name], "role": node.role, "params": node.params,
-            "seed": node_seed(seed, name), "nodes": peers, "neighbors": neighbors,
+            "seed": node_seed(seed, name), "run_seed": seed, "nodes": peers, "neighbors": neighbors,
             "broadcast": [str(e.address.network.broadcast_address) for e in topo.interfaces(name) if e.address],
             "log": os.path.join(inside, LOG_NAME), "port": AGENT_PORT, "wait_for_start": wait_for_start,
         }

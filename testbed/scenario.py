@@ -238,10 +238,12 @@ def _apply_workload(r: _Reader, topology: Topology, workload: Dict[str, Any]) ->
 
 
 def _check_role_params(r: _Reader, topology: Topology) -> None:
-    from agents.roles import check_params
+    from agents.roles import check_params, check_structure
 
+    nodes = {name: {"id": i, "role": node.role, "params": node.params}
+             for i, (name, node) in enumerate(topology.nodes.items(), start=1)}
     for name, node in topology.nodes.items():
-        problem = check_params(node.role, node.params)
+        problem = check_params(node.role, node.params) or check_structure(node.role, name, nodes)
         if not problem:
             continue
         param, message, allowed = problem

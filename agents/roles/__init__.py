@@ -14,6 +14,11 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 _ROLES: Dict[str, str] = {
     "idle": "agents.roles.idle",
     "probe": "agents.roles.probe",
+    # AbC (agents/abc/): components and the three sequencing infrastructures of the paper
+    "abc-component": "agents.abc.component",
+    "abc-cluster-server": "agents.abc.cluster",
+    "abc-ring-server": "agents.abc.ring",
+    "abc-tree-server": "agents.abc.tree",
 }
 
 #: roles that run no testbed agent: the node runs its image's (or its own) command
@@ -49,6 +54,14 @@ def check_params(role: str, params: Dict[str, Any]) -> Optional[Tuple[str, str, 
         if not check(value):
             return name, f"{value!r} is not allowed", allowed
     return None
+
+
+def check_structure(role: str, name: str, nodes: Dict[str, Dict[str, Any]]) -> Optional[Tuple[str, str, str]]:
+    """(parameter, problem, what is allowed) when node `name` cannot play its role in the structure
+    the topology gives (nodes: name → {"id", "role", "params"}), or None. A role module declares
+    `check_structure(nodes, name)` when its nodes depend on each other (AbC servers, components)."""
+    check = getattr(importlib.import_module(_ROLES[role]), "check_structure", None)
+    return check(nodes, name) if check else None
 
 
 def number_at_least(low: float) -> Callable[[Any], bool]:

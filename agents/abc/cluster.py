@@ -1,0 +1,8 @@
+"""The `abc-cluster-server` role: a server of the AbC cluster infrastructure (agents/abc/servers.py)."""
+
+from .servers import CLUSTER_PARAMS as PARAMS
+from .servers import ClusterServer as ROLE
+
+from .common import structure_problem as check_structure
+
+__all__ = ["PARAMS", "ROLE", "check_structure"]

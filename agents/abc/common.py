@@ -1,0 +1,178 @@
+"""What the AbC component and the three server roles share: message bodies, the structure of the
+infrastructure as the topology describes it, and the waiting queue W.
+
+Specification: Abd Alrahman, De Nicola, Garbi, Loreti, "A distributed coordination infrastructure
+for attribute-based interaction" (FORTE 2018; /work/shared/papers/abc-distributed-infrastructures.txt),
+section 3. The paper's three infrastructure messages map onto the wire (agents/wire.py) as:
+
+- request {'Q', route, dest}: ABC_REQUEST, body {"route": [node ids]}, the first id the
+  component that asks; origin and sequence stay the component's as the request travels;
+- reply {'R', id, route, dest}: ABC_REPLY, the fresh id in the header's message_id, body
+  {"route": [...]}, the ids still to travel (the next hop is the last one);
+- data {'D', id, src, dest, msg}: ABC_DATA, the id in message_id, origin and sequence the sending
+  component's, hops counting the servers it passed, RELAYED on every copy a server forwards and
+  the INFRA_ID extension naming that server; body {"values": [...], "predicate": ...}, the AbC
+  message Π(ṽ) (predicate as JSON, agents/abc/correlation.py).
+
+Every link of the infrastructure uses the runtime's reliable channel (acknowledgement and
+retransmission), so that the paper's assumption of reliable links holds over lossy emulated
+links; the retransmissions are logged and visible in the captures.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from typing import Any, Dict, List, Optional, Tuple
+
+COMPONENT = "abc-component"
+CLUSTER_SERVER = "abc-cluster-server"
+RING_SERVER = "abc-ring-server"
+TREE_SERVER = "abc-tree-server"
+SERVERS = (CLUSTER_SERVER, RING_SERVER, TREE_SERVER)
+
+
+class StructureError(Exception):
+    """The topology does not describe an infrastructure this role can run in."""
+
+
+def encode(body: Dict[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def decode(payload: bytes) -> Dict[str, Any]:
+    try:
+        body = json.loads(payload.decode() or "{}")
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+class Structure:
+    """The infrastructure seen from one node: who has which role, who is whose parent."""
+
+    def __init__(self, nodes: Dict[str, Dict[str, Any]]) -> None:
+        self.nodes = nodes
+        self.ids = {name: int(info["id"]) for name, info in nodes.items()}
+
+    def role(self, name: str) -> Optional[str]:
+        return self.nodes[name].get("role")
+
+    def params(self, name: str) -> Dict[str, Any]:
+        return self.nodes[name].get("params") or {}
+
+    def with_role(self, *roles: str) -> List[str]:
+        """The nodes of these roles, in node-id order (the order of the topology)."""
+        return sorted((n for n in self.nodes if self.role(n) in roles), key=self.ids.__getitem__)
+
+    @property
+    def components(self) -> List[str]:
+        return self.with_role(COMPONENT)
+
+    def children(self, name: str) -> List[str]:
+        """Servers and components whose `parent` is this node, in node-id order."""
+        return [n for n in sorted(self.nodes, key=self.ids.__getitem__)
+                if self.params(n).get("parent") == name and self.role(n) in (COMPONENT,) + SERVERS]
+
+    def cluster_queue(self, preferred: Optional[str] = None) -> str:
+        """The node that hosts the cluster's shared counter and FIFO queue: the cluster server named
+        by `queue`, else the first cluster server of the topology."""
+        servers = self.with_role(CLUSTER_SERVER)
+        if preferred is not None:
+            if preferred not in servers:
+                raise StructureError(f"queue {preferred!r} is not an {CLUSTER_SERVER} (those are: "
+                                     f"{', '.join(servers) or 'none'})")
+            return preferred
+        if not servers:
+            raise StructureError(f"a cluster needs at least one node with role {CLUSTER_SERVER}")
+        return servers[0]
+
+    def ring_counter(self, preferred: Optional[str] = None) -> str:
+        """The ring server that hosts the ring's shared counter: `counter`, else the first one."""
+        servers = self.with_role(RING_SERVER)
+        if preferred is not None:
+            if preferred not in servers:
+                raise StructureError(f"counter {preferred!r} is not an {RING_SERVER} (those are: "
+                                     f"{', '.join(servers) or 'none'})")
+            return preferred
+        if not servers:
+            raise StructureError(f"a ring needs at least one node with role {RING_SERVER}")
+        return servers[0]
+
+
+def structure_problem(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[Tuple[str, str, str]]:
+    """(parameter, problem, what is allowed) when node `name` cannot take its place in the
+    infrastructure the topology describes, else None. `nodes`: name → {"id", "role", "params"}.
+    Run when a scenario is validated, so that a wrong structure is a usage error, not a dead agent."""
+    st = Structure(nodes)
+    role, params = st.role(name), st.params(name)
+
+    def names(*roles: str) -> str:
+        found = st.with_role(*roles)
+        return ", ".join(found[:12]) + (", ..." if len(found) > 12 else "") or f"no node has role {' or '.join(roles)}"
+
+    try:
+        if role == COMPONENT:
+            parent = params.get("parent")
+            if parent is not None:
+                if (st.role(parent) if parent in nodes else None) not in (RING_SERVER, TREE_SERVER):
+                    return "parent", f"{parent!r} is not a ring or tree server", names(RING_SERVER, TREE_SERVER)
+            else:
+                st.cluster_queue(params.get("queue"))
+        elif role == CLUSTER_SERVER:
+            st.cluster_queue(params.get("queue"))
+        elif role == RING_SERVER:
+            nxt = params.get("next")
+            if nxt is None or (st.role(nxt) if nxt in nodes else None) != RING_SERVER:
+                return "next", f"{nxt!r} is not a ring server" if nxt else "a ring server needs next", names(RING_SERVER)
+            st.ring_counter(params.get("counter"))
+        elif role == TREE_SERVER:
+            parent = params.get("parent")
+            if parent is not None and (st.role(parent) if parent in nodes else None) != TREE_SERVER:
+                return "parent", f"{parent!r} is not a tree server", names(TREE_SERVER)
+            roots = [n for n in st.with_role(TREE_SERVER) if st.params(n).get("parent") is None]
+            if len(roots) != 1:
+                return "parent", f"a tree has exactly one root (a server without parent), not {len(roots)}", \
+                    "one tree server without parent, " + (", ".join(roots[:6]) or "none") + " have none"
+            seen, node = {name}, parent
+            while node is not None:
+                if node in seen:
+                    return "parent", f"the parents of {name} go round in a cycle through {node}", "a tree"
+                seen.add(node)
+                node = st.params(node).get("parent")
+    except StructureError as exc:
+        key = "queue" if role in (COMPONENT, CLUSTER_SERVER) else "counter"
+        return key, str(exc), names(CLUSTER_SERVER if key == "queue" else RING_SERVER)
+    return None
+
+
+class WaitingQueue:
+    """W: data messages ordered by id, the least on top; one entry per id (a second copy of an id
+    that is already waiting is a duplicate)."""
+
+    def __init__(self) -> None:
+        self._heap: List[Tuple[int, int, Any]] = []
+        self._ids: set = set()
+        self._tie = 0
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def __contains__(self, mid: int) -> bool:
+        return mid in self._ids
+
+    def push(self, mid: int, item: Any) -> bool:
+        if mid in self._ids:
+            return False
+        self._tie += 1
+        heapq.heappush(self._heap, (mid, self._tie, item))
+        self._ids.add(mid)
+        return True
+
+    def top(self) -> Optional[int]:
+        return self._heap[0][0] if self._heap else None
+
+    def pop(self) -> Any:
+        mid, _, item = heapq.heappop(self._heap)
+        self._ids.discard(mid)
+        return item

@@ -1,0 +1,225 @@
+"""The `abc-component` role: an AbC component inside an infrastructure component (Table 2).
+
+A component has an attribute environment Γ (`attributes`). It sends AbC messages (ṽ)@Π: for each,
+it asks its server for a fresh id (request), waits for the reply, and sends the data message
+with that id once it has handled every message with a smaller id (rule Snd: nid == mid). It
+handles data messages strictly in id order: a message with id ≥ nid waits in the priority queue
+W, one with id < nid is a duplicate and is dropped, and the top of W is handled when its id is
+nid (rule Hnd). Handling is the infrastructure's delivery, logged as a `deliver` event for every
+component; `accepted` says whether the component received the message (Γ satisfies the sender's
+predicate Π) or discarded it, as the paper's semantics does (rule fComp).
+
+Which server: the `parent` the topology gives (ring and tree); in a cluster, the node hosting
+the cluster's shared queue (agents/abc/cluster.py), the first `abc-cluster-server` unless `queue`
+names another (give servers the same `queue`).
+
+Workload (the paper's section 4): `workload: data-providers` (default), where a fraction
+`providers` (default 0.1) of the components send, chosen with the scenario's seed so every node
+agrees; `communication-intensive`, where every component sends; `none`, where it only receives.
+A sender draws exponential inter-send times at rate `rate` (λs, default 1) per time unit, and a
+time unit lasts `time_unit_ms` milliseconds (default 1000), which maps the paper's time units to
+wall-clock time. Sends that come due while one is in progress wait their turn (a component has
+one send in flight: the flag `on`); when the workload ends, those not yet started are dropped
+(and counted in a state event), while one whose id was asked for completes, since every other
+component waits for that id. `count` caps the messages a sender sends; `size` adds bytes
+of padding to each data message.
+
+Every data message is meant for every other component (the infrastructure delivers to all and
+each decides), so its send event lists them in `eligible`, with the id as `order` for the
+analysis's total-order check, and in `receivers` the components whose attributes, as the
+topology gives them, satisfy the predicate: found with the correlation-set radix trees
+(agents/abc/correlation.py) for equality predicates and by evaluation otherwise. The analysis
+compares them with the components that accepted the message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import deque
+from typing import Any, Deque, Dict, List, Optional, Tuple
+
+from ..roles import number_at_least, whole_at_least
+from ..runtime import Role, now_ns
+from ..wire import Header, MessageType
+from . import correlation
+from .common import COMPONENT, Structure, StructureError, WaitingQueue, decode, encode
+from .common import structure_problem as check_structure  # noqa: F401 (the registry reads it)
+
+WORKLOADS = ("data-providers", "communication-intensive", "none")
+
+
+def _predicate_ok(value: Any) -> bool:
+    try:
+        correlation.from_json(value)
+    except (ValueError, TypeError, KeyError):
+        return False
+    return True
+
+
+PARAMS = {
+    "workload": (lambda v: v in WORKLOADS, ", ".join(WORKLOADS)),
+    "providers": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
+                  "the fraction of components that send, a number in (0, 1]"),
+    "rate": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+             "sends per time unit (λs), a number above 0"),
+    "time_unit_ms": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
+                     "milliseconds per paper time unit, a number above 0"),
+    "count": (whole_at_least(1), "a whole number of at least 1"),
+    "size": (whole_at_least(0), "padding bytes per data message, a whole number of at least 0"),
+    "attributes": (lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
+                   "a mapping of attribute names to values"),
+    "predicate": (_predicate_ok, "a predicate in JSON form such as [\"==\", \"zone\", 3] or true"),
+    "queue": (lambda v: isinstance(v, str), "the name of the cluster server that hosts the shared queue"),
+    "start_delay": (number_at_least(0), "seconds, a number of at least 0"),
+    "infrastructure": (lambda v: v in ("cluster", "ring", "tree"), "cluster, ring or tree"),
+    "parent": (lambda v: isinstance(v, str), "the name of the component's server"),
+}
+
+
+def providers(components: List[str], fraction: float, seed: int) -> List[str]:
+    """The data providers: round(fraction × n) components (at least one), drawn with the run's seed."""
+    k = max(1, min(len(components), int(round(fraction * len(components)))))
+    return sorted(random.Random(seed).sample(list(components), k), key=components.index)
+
+
+class Component(Role):
+    def __init__(self, agent, params: Dict[str, Any]) -> None:
+        super().__init__(agent, params)
+        self.structure = Structure(agent.config.nodes)
+        self.attributes: Dict[str, Any] = dict(params.get("attributes") or {})
+        if "parent" in params:
+            self.server = params["parent"]
+        else:
+            self.server = self.structure.cluster_queue(params.get("queue"))
+        if self.server not in agent.config.nodes:
+            raise StructureError(f"parent {self.server!r} is not a node of the topology")
+        self.others = [c for c in self.structure.components if c != agent.name]
+        # the receivers a predicate selects, by the attributes the topology gives the others
+        known = {c: self.structure.params(c).get("attributes") or {} for c in self.others}
+        scalar = sorted({a for attrs in known.values() for a, v in attrs.items()
+                         if isinstance(v, (str, int, float, bool))})
+        self.matcher = correlation.Matcher(scalar)
+        for name, attrs in known.items():
+            self.matcher.add(name, attrs)
+        self.nid = 0        # id of the next data message to handle
+        self.mid = -1       # id of the most recent reply, -1 when none is held
+        self.on = False     # a request is out (or its id held) for the message in `self.sending`
+        self.sending: Optional[Tuple[List[Any], Any, int]] = None
+        self.outbox: Deque[Tuple[List[Any], Any, int]] = deque()
+        self.W = WaitingQueue()
+        self.sent = 0
+        self.quiesced = False
+        workload = params.get("workload", "data-providers")
+        if workload == "communication-intensive":
+            self.provider = True
+        elif workload == "data-providers":
+            chosen = providers(self.structure.components, float(params.get("providers", 0.1)),
+                               agent.config.run_seed)
+            self.provider = agent.name in chosen
+        else:
+            self.provider = False
+        agent.log.write("state", state="abc component", server=self.server, provider=self.provider,
+                        workload=workload)
+
+    # -- sending: Out, Req, RcvR, Snd ----------------------------------------------------------
+
+    async def run(self) -> None:
+        if not self.provider:
+            return
+        rate = float(self.params.get("rate", 1.0))
+        unit = float(self.params.get("time_unit_ms", 1000)) / 1000
+        count = self.params.get("count")
+        predicate = self.params.get("predicate", True)
+        padding = "x" * int(self.params.get("size", 0))
+        rng = random.Random(self.agent.config.seed)
+        await asyncio.sleep(float(self.params.get("start_delay", 0)))
+        try:
+            await self._generate(rng, rate, unit, count, predicate, padding)
+        except asyncio.CancelledError:  # the workload ended (SIGUSR1): no new request; one whose id is out completes
+            self.quiesced = True
+            if self.outbox:
+                self.agent.log.write("state", state="abc sends not started", count=len(self.outbox))
+                self.outbox.clear()
+            raise
+
+    async def _generate(self, rng, rate, unit, count, predicate, padding) -> None:
+        made = 0
+        due = time.monotonic()
+        while count is None or made < int(count):
+            # exponential inter-send times, paced against a running clock so that a slow
+            # iteration does not lower the rate
+            due += rng.expovariate(rate) * unit
+            delay = due - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            made += 1
+            values = [self.agent.name, made] + ([padding] if padding else [])
+            self.outbox.append((values, predicate, now_ns()))
+            self._next_send()
+
+    def _next_send(self) -> None:
+        """Out and Req: take the next message to send and ask the server for an id."""
+        if self.on or not self.outbox or self.quiesced:
+            return
+        self.sending = self.outbox.popleft()
+        self.on = True
+        self.agent.send(MessageType.ABC_REQUEST, encode({"route": [self.agent.id]}), to=[self.server],
+                        reliable=True)
+
+    def _try_send(self) -> None:
+        """Snd: with a fresh id and every smaller id handled, send the data message."""
+        if self.mid < 0 or self.nid != self.mid or self.sending is None:
+            return
+        values, predicate, wanted = self.sending
+        body = {"values": values, "predicate": predicate}
+        receivers = sorted(self.matcher.match(predicate), key=self.others.index)
+        self.agent.send(MessageType.ABC_DATA, encode(body), to=[self.server], reliable=True, message_id=self.mid,
+                        eligible=self.others, order=self.mid, receivers=receivers, wanted_ns=wanted)
+        self.sent += 1
+        self.nid += 1
+        self.mid = -1
+        self.on = False
+        self.sending = None
+        self._handle()
+        self._next_send()
+
+    # -- receiving: RcvR, RcvD, Hnd ------------------------------------------------------------
+
+    def on_message(self, header: Header, body: bytes, sender: str) -> None:
+        if header.type == MessageType.ABC_REPLY:
+            if not self.on or self.mid >= 0:
+                self.agent.log.write("drop", reason="reply without a pending request", message_id=header.message_id,
+                                     sender=sender)
+                return
+            self.mid = header.message_id
+            self._try_send()
+        elif header.type == MessageType.ABC_DATA:
+            mid = header.message_id
+            if mid < self.nid or mid in self.W:
+                self.agent.log.write("drop", reason="duplicate data message", message_id=mid, sender=sender,
+                                     origin=self.agent.by_id.get(header.origin, header.origin), seq=header.sequence)
+                return
+            self.W.push(mid, (header, body, sender))
+            self._handle()
+
+    def _handle(self) -> None:
+        """Hnd: hand the top of W to the component while its id is nid."""
+        progressed = False
+        while self.W.top() == self.nid:
+            header, body, sender = self.W.pop()
+            message = decode(body)
+            try:
+                accepted = correlation.evaluate(message.get("predicate", True), self.attributes)
+            except (ValueError, TypeError, KeyError):
+                accepted = False
+            self.agent.deliver(header, sender=sender, order=self.nid, accepted=accepted)
+            self.nid += 1
+            progressed = True
+        if progressed:
+            self._try_send()
+
+
+ROLE = Component
+NAME = COMPONENT

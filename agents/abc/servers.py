@@ -1,0 +1,252 @@
+"""The three AbC coordination infrastructures of section 3: cluster (Tables 3–4), ring (Tables
+5–6) and tree (Tables 7–8), one server role each (`abc-cluster-server`, `abc-ring-server`,
+`abc-tree-server`; modules agents/abc/cluster.py, ring.py, tree.py register them).
+
+Where the paper assumes state shared by several servers, one server hosts it and the others
+reach it with messages, because the testbed's nodes share no memory:
+
+- cluster: the shared counter and the shared FIFO input queue I live on the queue host, the first
+  `abc-cluster-server` of the topology unless `queue` names another (components use the same
+  rule). Components send their requests and data messages to the queue host (rule Qin). A server
+  that is free takes the next message from I (rule Qout) by sending ABC_TAKE; the host hands it
+  the message, and for a request the counter's value, incrementing the counter in the same step
+  (the exclusive lock on queue and counter of the paper). The server replies to the requester
+  (Reply) or forwards the data message to every component but its sender (dFwd/eFwd), then takes
+  again. The host is itself a server and takes its turn among the free ones, first come first
+  served.
+- ring: the shared counter lives on the counter host, the first `abc-ring-server` unless `counter`
+  names another. A server that gets a request from one of its components asks the counter host
+  for the counter's value with a request that carries the route back (the copy-and-increment
+  under the lock of section 3.3) and relays the reply to the component; the counter host answers
+  its own components directly.
+- tree: no shared state: the root is the only sequencer (Table 8).
+
+Data messages wait in a server's priority queue W and are forwarded in id order (nid), each to
+the server's multicast set minus the node it came from, as the dFwd/eFwd rules do one address at
+a time. In the ring a copy that comes back with an id below nid has been round the ring and is
+discarded (rule Discard); in the tree a data message from a child also goes up to the parent at
+once (rule wNxt).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Deque, Dict, List, Optional, Tuple
+
+from ..runtime import Role
+from ..wire import Ext, Flags, Header, MessageType
+from .common import (CLUSTER_SERVER, COMPONENT, RING_SERVER, SERVERS, TREE_SERVER, Structure, StructureError,
+                     WaitingQueue, decode, encode)
+
+_STRUCTURE = {"infrastructure": (lambda v: v in ("cluster", "ring", "tree"), "cluster, ring or tree")}
+
+
+class Server(Role):
+    """What every server does with data messages: W, nid, and forwarding in id order."""
+
+    kind = ""
+
+    def __init__(self, agent, params: Dict[str, Any]) -> None:
+        super().__init__(agent, params)
+        self.structure = Structure(agent.config.nodes)
+        self.nid = 0
+        self.W = WaitingQueue()
+        self.infra = agent.id.to_bytes(4, "big")
+
+    def name_of(self, node_id: int) -> str:
+        return self.agent.by_id.get(node_id, str(node_id))
+
+    def id_of(self, name: str) -> int:
+        return self.structure.ids[name]
+
+    def forward(self, mtype: int, header: Header, body: bytes, to: List[str], message_id: Optional[int] = None,
+                new_body: Optional[bytes] = None) -> None:
+        """Pass a message on with its identity (origin, sequence), one hop more, over the reliable channel."""
+        if not to:
+            return
+        self.agent.send(mtype, body if new_body is None else new_body, to=to, reliable=True,
+                        message_id=header.message_id if message_id is None else message_id, origin=header.origin,
+                        sequence=header.sequence, hops=header.hops + 1, flags=Flags.RELAYED,
+                        extensions={Ext.INFRA_ID: self.infra})
+
+    def reply(self, header: Header, route: List[int], mid: int) -> None:
+        """Reply (the sequencer): a fresh id to the last node of the route, with the rest of the route."""
+        target = self.name_of(route[-1])
+        self.agent.send(MessageType.ABC_REPLY, encode({"route": route[:-1]}), to=[target], reliable=True,
+                        message_id=mid, extensions={Ext.INFRA_ID: self.infra},
+                        request_origin=self.name_of(header.origin), request_seq=header.sequence)
+
+    def relay_reply(self, header: Header, body: bytes) -> None:
+        """rFwd: a reply travels back along its route."""
+        route = decode(body).get("route") or []
+        if not route:
+            self.agent.log.write("drop", reason="reply with an empty route", message_id=header.message_id)
+            return
+        self.forward(MessageType.ABC_REPLY, header, body, [self.name_of(route[-1])],
+                     new_body=encode({"route": route[:-1]}))
+
+    def enqueue(self, header: Header, body: bytes, sender: str) -> None:
+        """wIn / Discard: keep a data message in W unless its id was handled already."""
+        mid = header.message_id
+        if mid < self.nid or mid in self.W:
+            self.agent.log.write("drop", reason="data message already handled", message_id=mid, sender=sender,
+                                 origin=self.name_of(header.origin), seq=header.sequence)
+            return
+        self.W.push(mid, (header, body, sender))
+        while self.W.top() == self.nid:  # dFwd ... eFwd
+            header, body, came_from = self.W.pop()
+            self.forward(MessageType.ABC_DATA, header, body, [n for n in self.multicast() if n != came_from])
+            self.nid += 1
+
+    def multicast(self) -> List[str]:
+        """D: where this server forwards data messages."""
+        raise NotImplementedError
+
+
+# -- cluster ----------------------------------------------------------------------------------
+
+class ClusterServer(Server):
+    kind = "cluster"
+
+    def __init__(self, agent, params: Dict[str, Any]) -> None:
+        super().__init__(agent, params)
+        self.host = self.structure.cluster_queue(params.get("queue"))
+        self.is_host = self.host == agent.name
+        self.components = self.structure.components
+        self.ctr = 0
+        self.I: Deque[Tuple[Header, bytes, str]] = deque()
+        self.free: Deque[str] = deque()
+        agent.log.write("state", state="abc server", infrastructure="cluster", queue=self.host,
+                        components=len(self.components))
+
+    def multicast(self) -> List[str]:
+        return self.components
+
+    async def run(self) -> None:
+        if self.is_host:
+            self._free(self.agent.name)
+        else:
+            self.agent.send(MessageType.ABC_TAKE, to=[self.host], reliable=True)
+
+    def on_message(self, header: Header, body: bytes, sender: str) -> None:
+        role = self.structure.role(sender) if sender in self.structure.nodes else None
+        if header.type == MessageType.ABC_TAKE:
+            if self.is_host:
+                self._free(sender)
+        elif role == COMPONENT and header.type in (MessageType.ABC_REQUEST, MessageType.ABC_DATA):
+            if not self.is_host:
+                self.agent.log.write("drop", reason=f"not the cluster's queue (that is {self.host})", sender=sender)
+                return
+            self.I.append((header, body, sender))  # Qin
+            self._dispatch()
+        elif sender == self.host and header.type in (MessageType.ABC_REQUEST, MessageType.ABC_DATA):
+            self._serve(header, body, header.message_id)
+            self.agent.send(MessageType.ABC_TAKE, to=[self.host], reliable=True)
+
+    def _free(self, server: str) -> None:
+        if server not in self.free:
+            self.free.append(server)
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Qout: the free servers take the queue's messages in FIFO order."""
+        while self.I and self.free:
+            server = self.free.popleft()
+            header, body, sender = self.I.popleft()
+            mid = header.message_id
+            if header.type == MessageType.ABC_REQUEST:
+                mid, self.ctr = self.ctr, self.ctr + 1  # Rmsg: the counter's value, then ctr + 1
+            if server == self.agent.name:
+                self._serve(header, body, mid)
+                self.free.append(server)
+            else:
+                self.forward(header.type, header, body, [server], message_id=mid)
+
+    def _serve(self, header: Header, body: bytes, mid: int) -> None:
+        if header.type == MessageType.ABC_REQUEST:  # Reply
+            route = decode(body).get("route") or [header.origin]
+            self.reply(header, route, mid)
+        else:  # dFwd ... eFwd: every component but the sender
+            origin = self.name_of(header.origin)
+            self.forward(MessageType.ABC_DATA, header, body, [c for c in self.components if c != origin])
+
+
+# -- ring -------------------------------------------------------------------------------------
+
+class RingServer(Server):
+    kind = "ring"
+
+    def __init__(self, agent, params: Dict[str, Any]) -> None:
+        super().__init__(agent, params)
+        self.counter_host = self.structure.ring_counter(params.get("counter"))
+        nxt = params.get("next")
+        if nxt is None:
+            raise StructureError("a ring server needs `next`, its neighbour in the ring")
+        if self.structure.role(nxt) != RING_SERVER:
+            raise StructureError(f"next {nxt!r} is not an {RING_SERVER}")
+        self.next = nxt
+        self.own = [c for c in self.structure.children(agent.name) if self.structure.role(c) == COMPONENT]
+        self.D = self.own + ([nxt] if nxt != agent.name else [])
+        self.ctr = 0
+        agent.log.write("state", state="abc server", infrastructure="ring", next=nxt, counter=self.counter_host,
+                        components=self.own)
+
+    def multicast(self) -> List[str]:
+        return self.D
+
+    def on_message(self, header: Header, body: bytes, sender: str) -> None:
+        if header.type == MessageType.ABC_REQUEST:
+            route = decode(body).get("route") or [header.origin]
+            if self.agent.name == self.counter_host:
+                mid, self.ctr = self.ctr, self.ctr + 1
+                self.reply(header, route, mid)
+            else:  # ask the counter's host, which answers along the route
+                self.forward(MessageType.ABC_REQUEST, header, body, [self.counter_host],
+                             new_body=encode({"route": route + [self.agent.id]}))
+        elif header.type == MessageType.ABC_REPLY:
+            self.relay_reply(header, body)
+        elif header.type == MessageType.ABC_DATA:
+            self.enqueue(header, body, sender)
+
+
+# -- tree -------------------------------------------------------------------------------------
+
+class TreeServer(Server):
+    kind = "tree"
+
+    def __init__(self, agent, params: Dict[str, Any]) -> None:
+        super().__init__(agent, params)
+        self.parent = params.get("parent")
+        if self.parent is not None and self.structure.role(self.parent) != TREE_SERVER:
+            raise StructureError(f"parent {self.parent!r} is not an {TREE_SERVER}")
+        self.D = self.structure.children(agent.name)
+        self.ctr = 0
+        agent.log.write("state", state="abc server", infrastructure="tree", parent=self.parent,
+                        root=self.parent is None, children=self.D)
+
+    def multicast(self) -> List[str]:
+        return self.D
+
+    def on_message(self, header: Header, body: bytes, sender: str) -> None:
+        if header.type == MessageType.ABC_REQUEST:
+            route = decode(body).get("route") or [header.origin]
+            if self.parent is None:  # Reply: only the root sequences
+                mid, self.ctr = self.ctr, self.ctr + 1
+                self.reply(header, route, mid)
+            else:  # qFwd
+                self.forward(MessageType.ABC_REQUEST, header, body, [self.parent],
+                             new_body=encode({"route": route + [self.agent.id]}))
+        elif header.type == MessageType.ABC_REPLY:
+            self.relay_reply(header, body)
+        elif header.type == MessageType.ABC_DATA:
+            if self.parent is not None and sender != self.parent:  # wNxt: up as well
+                self.forward(MessageType.ABC_DATA, header, body, [self.parent])
+            self.enqueue(header, body, sender)
+
+
+CLUSTER_PARAMS = {**_STRUCTURE, "queue": (lambda v: isinstance(v, str), "the cluster server hosting the shared queue")}
+RING_PARAMS = {**_STRUCTURE, "next": (lambda v: isinstance(v, str), "the next ring server"),
+               "counter": (lambda v: isinstance(v, str), "the ring server hosting the shared counter")}
+TREE_PARAMS = {**_STRUCTURE, "parent": (lambda v: isinstance(v, str), "the parent tree server")}
+
+assert set(SERVERS) == {CLUSTER_SERVER, RING_SERVER, TREE_SERVER}

@@ -1,0 +1,116 @@
+"""The AbC paper's measures of a run whose components send ABC_DATA messages (agents/abc/).
+
+From the logs (what the components handled in id order, not first copies on the wire):
+
+- `delivery_time_to_all`: per message delivered to every component it was meant for (its send
+  event's `eligible`), the last component's delivery minus the data send; the paper's average
+  delivery time is its mean (section 4: "the time needed for a message to reach all components").
+- `message_time_gap`: at each component the mean interval between two consecutive deliveries,
+  then the mean over components (the paper's average message time gap, a measure of throughput).
+- `id_wait`: from the moment the workload wanted to send (`wanted_ns`) to the data send: the
+  request and reply round trip plus the wait for every smaller id (rule Snd).
+- `ids`: the ids the infrastructure gave (`order` of the data sends): unique and contiguous from
+  0 when the sequencer is right; the checks judge the order of deliveries.
+- `accepted` / `discarded`: deliveries whose component satisfied the sender's predicate, and
+  those it discarded; `receivers_disagree` counts messages whose accepting components differ from
+  the `receivers` the sender computed from the topology's attributes.
+
+Times are in ms and, when the components declare `time_unit_ms`, in the paper's time units too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict, Optional
+
+import numpy as np
+import pandas as pd
+
+from .metrics import stats_ms
+
+DATA = "ABC_DATA"
+
+
+def _names(value) -> tuple:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return ()
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return (value,)
+    return tuple(value) if isinstance(value, (list, tuple, np.ndarray)) else (value,)
+
+
+def time_unit_ms(manifest: dict) -> Optional[float]:
+    """The components' `time_unit_ms` when they all declare the same one (default 1000)."""
+    nodes = ((manifest.get("topology") or {}).get("nodes") or {}).values()
+    units = {float((n.get("params") or {}).get("time_unit_ms", 1000)) for n in nodes if n.get("role") == "abc-component"}
+    return units.pop() if len(units) == 1 else None
+
+
+def _in_units(stats: Dict[str, object], unit: Optional[float]) -> Dict[str, object]:
+    if unit and stats.get("mean_ms") is not None:
+        stats = dict(stats, mean_time_units=float(stats["mean_ms"]) / unit)
+    return stats
+
+
+def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict) -> Dict[str, object]:
+    """sends: the run's send events (origin, seq, type, t, intended, order, receivers, wanted_ns);
+    deliveries: (node, origin, seq, type, t, accepted). Empty dict when the run has no AbC data."""
+    s = sends[sends["type"] == DATA]
+    if not len(s):
+        return {}
+    unit = time_unit_ms(manifest)
+    d = deliveries[deliveries["type"] == DATA]
+    first = d.sort_values("t", kind="stable").drop_duplicates(["origin", "seq", "node"])
+    msgs = s[["origin", "seq", "t"]].rename(columns={"t": "send_t"}).reset_index(drop=True)
+    msgs["eligible"] = [frozenset(_names(x)) for x in s["intended"]]
+    got = first.merge(msgs[["origin", "seq", "send_t"]], on=["origin", "seq"], how="inner")
+    at = {k: dict(zip(g["node"], g["t"].astype("int64"))) for k, g in got.groupby(["origin", "seq"])}
+    times = []
+    for origin, seq, send_t, eligible in zip(msgs["origin"], msgs["seq"], msgs["send_t"], msgs["eligible"]):
+        when = at.get((origin, seq), {})
+        if eligible and all(n in when for n in eligible):
+            times.append(max(when[n] for n in eligible) - int(send_t))
+    complete = len(times)
+    gaps = []
+    for _, g in first.groupby("node"):
+        t = np.sort(g["t"].to_numpy(dtype=np.int64))
+        if len(t) >= 2:
+            gaps.append(float(np.diff(t).mean()))
+    gap_ms = float(np.mean(gaps)) / 1e6 if gaps else None
+    out: Dict[str, object] = {
+        "messages": int(len(s)),
+        "components": len(set().union(*msgs["eligible"]) | set(msgs["origin"])),
+        "delivered_to_all": complete,
+        "time_unit_ms": unit,
+        "delivery_time_to_all": _in_units(stats_ms(np.asarray(times, dtype=np.int64)), unit),
+        "message_time_gap": {"mean_ms": gap_ms, "components": len(gaps),
+                             **({"mean_time_units": gap_ms / unit} if unit and gap_ms is not None else {})},
+    }
+    if "wanted_ns" in s and s["wanted_ns"].notna().any():
+        wait = (s["t"] - s["wanted_ns"]).dropna().to_numpy(dtype=np.int64)
+        out["id_wait"] = _in_units(stats_ms(wait), unit)
+    if "order" in s and s["order"].notna().any():
+        ids = s["order"].dropna().astype("int64").to_numpy()
+        unique = np.unique(ids)
+        out["ids"] = {"count": int(len(ids)), "reused": int(len(ids) - len(unique)),
+                      "first": int(unique[0]), "last": int(unique[-1]),
+                      "contiguous": bool(unique[0] == 0 and unique[-1] == len(unique) - 1)}
+    if "accepted" in first and first["accepted"].notna().any():
+        acc = first["accepted"].fillna(False).astype(bool)
+        out["accepted"] = int(acc.sum())
+        out["discarded"] = int((~acc).sum())
+        if "receivers" in s and s["receivers"].notna().any():
+            accepted = {k: frozenset(g["node"]) for k, g in first[acc].groupby(["origin", "seq"])}
+            disagree = 0
+            for origin, seq, receivers, eligible in zip(s["origin"], s["seq"], s["receivers"], msgs["eligible"]):
+                if receivers is None or (isinstance(receivers, float) and np.isnan(receivers)):
+                    continue
+                delivered = frozenset(at.get((origin, seq), {}))
+                # judged on the components that delivered it at all: a loss is the checks' business
+                if frozenset(_names(receivers)) & delivered != accepted.get((origin, seq), frozenset()):
+                    disagree += 1
+            out["receivers_disagree"] = disagree
+    return out

@@ -1,0 +1,377 @@
+"""AbC agents: the component and the cluster, ring and tree servers (agents/abc/).
+
+The first tests drive the real role classes over an in-memory network that delays and reorders
+every message at random (no sockets), so that the paper's rules are exercised on many
+interleavings in milliseconds; the tests marked `network` run the same roles in real containers
+on Mininet, with captures, and analyse the runs with Spark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import json
+import os
+import random
+from typing import Any, Dict, List
+
+import pytest
+
+from agents.abc.common import decode
+from agents.abc.component import Component, providers
+from agents.roles import check_structure, role_module
+from agents.wire import Flags, Header, MessageType
+from testbed.errors import ValidationError
+from testbed.scenario import load_scenario, parse_scenario_text
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCENARIOS = {kind: os.path.join(ROOT, "scenarios", f"abc-{name}.yaml")
+             for kind, name in (("cluster", "cluster-3-9"), ("ring", "ring-5-3"), ("tree", "tree-3-2-2"))}
+
+
+# -- an in-memory network for the real roles ---------------------------------------------------
+
+class _Log:
+    def __init__(self) -> None:
+        self.events: List[Dict[str, Any]] = []
+
+    def write(self, event: str, t=None, **fields) -> None:
+        self.events.append({"event": event, **fields})
+
+
+class _Config:
+    def __init__(self, name, nodes, params, run_seed) -> None:
+        self.node = name
+        self.nodes = nodes
+        self.params = params
+        self.run_seed = run_seed
+        self.seed = run_seed * 1000 + nodes[name]["id"]
+
+
+class _Agent:
+    def __init__(self, net: "_Net", name: str, nodes) -> None:
+        self.net = net
+        self.name = name
+        self.id = nodes[name]["id"]
+        self.config = _Config(name, nodes, nodes[name]["params"], net.seed)
+        self.by_id = {info["id"]: n for n, info in nodes.items()}
+        self.log = _Log()
+        self._sequence = 0
+        self.role = None
+
+    def send(self, mtype, body=b"", to="broadcast", reliable=False, message_id=0, extensions=None, origin=None,
+             sequence=None, hops=0, flags=0, log=True, **fields):
+        if sequence is None:
+            self._sequence += 1
+            sequence = self._sequence
+        header = Header(type=mtype, origin=origin or self.id, sequence=sequence, sender=self.id, hops=hops,
+                        message_id=message_id, extensions=dict(extensions or {}), flags=flags)
+        self.log.write("send", type=MessageType(mtype).name, to=list(to), message_id=message_id, hops=hops,
+                       origin=self.by_id[header.origin], seq=sequence, **fields)
+        for target in to:
+            self.net.post(target, header, body, self.name)
+        return sequence
+
+    def deliver(self, header, **fields):
+        self.log.write("deliver", origin=self.by_id[header.origin], seq=header.sequence,
+                       message_id=header.message_id, **fields)
+
+
+class _Net:
+    """Every message arrives after a random delay: any order the real network could produce,
+    and more (no FIFO between two nodes), as the reliable channel's retransmissions can."""
+
+    def __init__(self, scenario, seed: int = 0) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.now = 0.0
+        self.queue: list = []
+        self.n = 0
+        nodes = {name: {"id": i, "role": node.role, "params": node.params}
+                 for i, (name, node) in enumerate(scenario.topology.nodes.items(), start=1)}
+        self.agents: Dict[str, _Agent] = {}
+        for name, info in nodes.items():
+            agent = _Agent(self, name, nodes)
+            module = __import__(role_module(info["role"]), fromlist=["ROLE"])
+            agent.role = module.ROLE(agent, info["params"])
+            self.agents[name] = agent
+        for agent in self.agents.values():
+            if not isinstance(agent.role, Component):
+                asyncio.run(agent.role.run())  # servers: the cluster's TAKEs
+
+    def post(self, target, header, body, sender) -> None:
+        self.n += 1
+        heapq.heappush(self.queue, (self.now + self.rng.expovariate(1.0), self.n, target, header, body, sender))
+
+    def send(self, component: str, k: int) -> None:
+        role = self.agents[component].role
+        role.outbox.append(([component, k], role.params.get("predicate", True), 0))
+        role._next_send()
+
+    def run(self, sends: int = 30, senders: List[str] = ()) -> None:
+        plan = [(self.rng.uniform(0, 20), s, k) for s in senders for k in range(1, sends + 1)]
+        plan.sort()
+        while self.queue or plan:
+            if plan and (not self.queue or plan[0][0] <= self.queue[0][0]):
+                self.now, who, k = plan.pop(0)
+                self.send(who, k)
+                continue
+            self.now, _, target, header, body, sender = heapq.heappop(self.queue)
+            self.agents[target].role.on_message(header, body, sender)
+
+    def events(self, node: str, event: str) -> List[Dict[str, Any]]:
+        return [e for e in self.agents[node].log.events if e["event"] == event]
+
+
+def _scenario(kind: str, workload: str = "communication-intensive"):
+    return load_scenario(SCENARIOS[kind], overrides=(f"workload.kinds.component.params.workload={workload}",))
+
+
+def _check_total_order_exactly_once(net: _Net, components: List[str]) -> int:
+    sent = {}
+    for c in components:
+        for e in net.events(c, "send"):
+            if e["type"] == "ABC_DATA":
+                assert e["order"] not in sent, f"id {e['order']} given twice"
+                sent[e["order"]] = c
+    assert sorted(sent) == list(range(len(sent))), "ids are 0, 1, 2, ... without a hole"
+    for c in components:
+        got = [e["order"] for e in net.events(c, "deliver")]
+        expected = [i for i in range(len(sent)) if sent[i] != c]
+        assert got == expected, f"{c} delivers every other component's message once, in id order"
+    return len(sent)
+
+
+@pytest.mark.parametrize("kind", ["cluster", "ring", "tree"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_every_component_delivers_every_message_once_in_id_order(kind, seed):
+    net = _Net(_scenario(kind), seed=seed)
+    components = [n for n, a in net.agents.items() if isinstance(a.role, Component)]
+    net.run(sends=15, senders=components)
+    assert _check_total_order_exactly_once(net, components) == 15 * len(components)
+    # every data message was forwarded by servers only with its identity and one hop more
+    for agent in net.agents.values():
+        for e in agent.log.events:
+            if e["event"] == "send" and e["type"] == "ABC_DATA" and e["origin"] != agent.name:
+                assert e["hops"] >= 1
+
+
+def test_tree_only_the_root_replies_and_the_ring_discards_a_copy_that_went_round():
+    net = _Net(_scenario("tree"), seed=4)
+    components = [n for n, a in net.agents.items() if isinstance(a.role, Component)]
+    net.run(sends=5, senders=components[:4])
+    repliers = {n for n, a in net.agents.items() for e in a.log.events
+                if e["event"] == "send" and e["type"] == "ABC_REPLY" and e["hops"] == 0}
+    assert repliers == {"srv1"}
+    net = _Net(_scenario("ring"), seed=4)
+    components = [n for n, a in net.agents.items() if isinstance(a.role, Component)]
+    net.run(sends=5, senders=components)
+    drops = [e for a in net.agents.values() for e in a.log.events if e["event"] == "drop"]
+    assert drops and all(e["reason"] == "data message already handled" for e in drops)
+    assert len(drops) == 5 * len(components), "each message comes back once to its own server"
+    counted = [e for n, a in net.agents.items() if n != "srv1" for e in a.log.events
+               if e["event"] == "send" and e["type"] == "ABC_REPLY" and e["hops"] == 0]
+    assert not counted, "only the counter's host (srv1) numbers messages"
+
+
+def test_cluster_servers_take_turns_from_the_shared_queue():
+    net = _Net(_scenario("cluster"), seed=5)
+    components = [n for n, a in net.agents.items() if isinstance(a.role, Component)]
+    net.run(sends=10, senders=components)
+    forwards = {n: sum(1 for e in a.log.events if e["event"] == "send" and e["type"] == "ABC_DATA"
+                       and len(e["to"]) > 1) for n, a in net.agents.items() if n.startswith("srv")}
+    assert sum(forwards.values()) == 10 * len(components), "each data message is fanned out by one server"
+    assert all(v > 0 for v in forwards.values()), f"every server served: {forwards}"
+    replies = [e for a in net.agents.values() for e in a.log.events if e["event"] == "send" and e["type"] == "ABC_REPLY"]
+    assert sorted(e["message_id"] for e in replies) == list(range(10 * len(components)))
+    # only the queue's host received from components; the others only from the host
+    for n in ("srv2", "srv3"):
+        assert all(e["to"] == ["srv1"] for e in net.events(n, "send") if e["type"] == "ABC_TAKE")
+
+
+def test_a_component_discards_what_its_attributes_do_not_satisfy_and_the_sender_names_the_receivers():
+    text = open(SCENARIOS["tree"]).read().replace("topology: ../", f"topology: {ROOT}/") + """
+  nodes:
+    c1: {params: {workload: communication-intensive, predicate: ["==", "zone", 2]}}
+    c2: {params: {attributes: {zone: 2}}}
+    c3: {params: {attributes: {zone: 3}}}
+    c4: {params: {attributes: {zone: 2, team: blue}}}
+"""
+    net = _Net(parse_scenario_text(text, "t.yaml"), seed=6)
+    net.run(sends=3, senders=["c1"])
+    (send, *_) = [e for e in net.events("c1", "send") if e["type"] == "ABC_DATA"]
+    assert send["receivers"] == ["c2", "c4"] and len(send["eligible"]) == 13
+    for c, accepted in (("c2", True), ("c3", False), ("c4", True), ("c5", False)):
+        assert [e["accepted"] for e in net.events(c, "deliver")] == [accepted] * 3, c
+
+
+def test_data_providers_are_a_seeded_fraction_that_every_node_agrees_on():
+    names = [f"c{i}" for i in range(1, 156)]
+    chosen = providers(names, 0.1, 7)
+    assert len(chosen) == 16 and chosen == providers(names, 0.1, 7) != providers(names, 0.1, 8)
+    assert providers(names[:9], 0.1, 1) and len(providers(names[:9], 0.1, 1)) == 1
+    net = _Net(_scenario("ring", "data-providers"), seed=7)
+    flagged = sorted(n for n, a in net.agents.items() if getattr(a.role, "provider", False))
+    assert flagged == sorted(providers([n for n in net.agents if n.startswith("c")], 0.1, 7))
+
+
+def test_structure_mistakes_are_usage_errors_naming_the_node_and_field(tmp_path):
+    base = open(SCENARIOS["tree"]).read().replace("topology: ../", f"topology: {ROOT}/")
+    path = tmp_path / "s.yaml"
+    path.write_text(base.replace("role: abc-tree-server", "role: abc-ring-server"))
+    with pytest.raises(ValidationError) as err:
+        load_scenario(str(path))
+    assert "next" in str(err.value) and "ring server" in str(err.value)
+    path.write_text(base + "  nodes:\n    c1: {params: {workload: sometimes}}\n")
+    with pytest.raises(ValidationError) as err:
+        load_scenario(str(path))
+    assert "sometimes" in str(err.value) and "communication-intensive" in str(err.value)
+    nodes = {"srv1": {"id": 1, "role": "abc-tree-server", "params": {"parent": "srv2"}},
+             "srv2": {"id": 2, "role": "abc-tree-server", "params": {"parent": "srv1"}}}
+    param, problem, _ = check_structure("abc-tree-server", "srv1", nodes)
+    assert param == "parent" and "root" in problem
+    nodes = {"c1": {"id": 1, "role": "abc-component", "params": {}}}
+    param, problem, _ = check_structure("abc-component", "c1", nodes)
+    assert param == "queue" and "cluster" in problem
+
+
+def test_bodies_and_wire_identity_of_a_forwarded_data_message():
+    net = _Net(_scenario("tree"), seed=8)
+    seen = []
+    orig = net.post
+
+    def spy(target, header, body, sender):
+        seen.append((target, header, body, sender))
+        orig(target, header, body, sender)
+
+    net.post = spy
+    net.run(sends=1, senders=["c3"])
+    data = [(t, h, b, s) for t, h, b, s in seen if h.type == MessageType.ABC_DATA]
+    first = data[0]
+    assert first[3] == "c3" and first[1].hops == 0 and not first[1].flags & Flags.RELAYED
+    assert decode(first[2])["values"][:2] == ["c3", 1]
+    relayed = data[1:]
+    assert relayed and all(h.flags & Flags.RELAYED and h.origin == first[1].origin
+                           and h.sequence == first[1].sequence and h.message_id == 0 for _, h, _, _ in relayed)
+    assert {t for t, *_ in relayed} >= {f"c{i}" for i in range(1, 15)} - {"c3"}
+    json.dumps([e for a in net.agents.values() for e in a.log.events])  # the logs are JSON
+
+
+# -- real runs: containers on Mininet, captures, Spark ------------------------------------------
+
+RUNS = {  # name: (scenario, --set overrides)
+    "cluster-dp": ("cluster", ()),
+    "cluster-ci": ("cluster", ("workload.kinds.component.params.workload=communication-intensive",)),
+    "ring-dp": ("ring", ()),
+    "ring-ci": ("ring", ("workload.kinds.component.params.workload=communication-intensive",)),
+    "tree-dp": ("tree", ()),
+    "tree-ci": ("tree", ("workload.kinds.component.params.workload=communication-intensive",)),
+}
+COMMON = ("duration=4s", "quiet=3s", "workload.kinds.component.params.time_unit_ms=250")
+
+
+def _testbed(*args, timeout=600):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "testbed", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT)
+
+
+def _logs(run_dir) -> Dict[str, List[Dict[str, Any]]]:
+    out = {}
+    for name in os.listdir(os.path.join(run_dir, "logs")):
+        with open(os.path.join(run_dir, "logs", name)) as fh:
+            out[name[:-len(".jsonl")]] = [json.loads(line) for line in fh]
+    return out
+
+
+def _from_logs(run_dir):
+    """Total order and exactly-once from the logs alone: the ids the data sends carry are 0..n-1,
+    once each, and every component delivers all others' messages once, in id order."""
+    logs = _logs(run_dir)
+    components = [n for n, ev in logs.items() if any(e.get("state") == "abc component" for e in ev)]
+    sent = {}
+    for c in components:
+        for e in logs[c]:
+            if e["event"] == "send" and e["type"] == "ABC_DATA":
+                assert e["order"] not in sent
+                sent[e["order"]] = c
+    assert sorted(sent) == list(range(len(sent)))
+    for c in components:
+        got = [e["order"] for e in logs[c] if e["event"] == "deliver"]
+        assert got == [i for i in range(len(sent)) if sent[i] != c], c
+    return len(sent), logs
+
+
+@pytest.fixture(scope="module")
+def abc_runs(machine, images, tmp_path_factory):
+    """The six small runs and the lossy one, analysed together in one Spark job."""
+    from testbed.cleanup import leftovers
+    base = tmp_path_factory.mktemp("abc")
+    dirs = {}
+    plan = dict(RUNS)
+    plan["tree-loss"] = ("tree", ("workload.kinds.component.params.workload=communication-intensive",))
+    for name, (kind, sets) in plan.items():
+        out = base / name
+        args = ["run", SCENARIOS[kind], "--out", str(out), "--quiet"]
+        for item in COMMON + sets:
+            args += ["--set", item]
+        if name == "tree-loss":
+            lossy = base / "lossy.yaml"
+            lossy.write_text(open(SCENARIOS["tree"]).read().replace("topology: ../", f"topology: {ROOT}/")
+                             + "timeline:\n  - {at: 0s, action: set_link, link: [srv1, srv2], loss: 0.2}\n")
+            args[1] = str(lossy)
+        res = _testbed(*args)
+        assert res.returncode == 0, f"{name}: {res.stderr[-3000:]}"
+        dirs[name] = str(out)
+    assert not leftovers(), "the runs left testbed objects behind"
+    res = _testbed("analyze", "--quiet", *dirs.values(), timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    results = {}
+    for name, d in dirs.items():
+        with open(os.path.join(d, "report", "results.json")) as fh:
+            results[name] = json.load(fh)
+    return dirs, results
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("name", list(RUNS))
+def test_a_fault_free_run_keeps_total_order_and_exactly_once(abc_runs, name):
+    dirs, results = abc_runs
+    n, logs = _from_logs(dirs[name])
+    assert n > 0, "the workload sent data messages"
+    r = results[name]
+    checks = {c["check"]: c for c in r["checks"]}
+    for check in ("exactly-once", "at-most-once", "at-least-once", "total-order-sequencer", "total-order-global",
+                  "no-phantom", "agreement"):
+        assert checks[check]["verdict"] == "valid", (check, checks[check])
+    a = r["abc"]
+    assert a["messages"] == n and a["delivered_to_all"] == n
+    assert a["ids"] == {"count": n, "reused": 0, "first": 0, "last": n - 1, "contiguous": True}
+    assert a["delivery_time_to_all"]["n"] == n and a["delivery_time_to_all"]["mean_ms"] > 0
+    assert a["message_time_gap"]["mean_ms"] > 0 and a["time_unit_ms"] == 250
+    assert a["delivery_time_to_all"]["mean_time_units"] == pytest.approx(a["delivery_time_to_all"]["mean_ms"] / 250)
+    assert a["accepted"] == a["messages"] * (a["components"] - 1) and a["discarded"] == 0
+    assert a["receivers_disagree"] == 0
+    providers_ = {node for node, ev in logs.items() for e in ev if e.get("state") == "abc component" and e["provider"]}
+    if name.endswith("-ci"):
+        assert len(providers_) == a["components"]
+    else:
+        # 10% of 9, 14 or 15 components, rounded: 1, 1 or 2 data providers
+        assert len(providers_) == max(1, round(0.1 * a["components"])) < a["components"]
+    # the wire agrees: every data message reached every component's capture
+    assert r["messages"]["ABC_DATA"]["sent"] == n
+    assert r["messages"]["ABC_DATA"]["delivery_ratio"] == 1.0
+
+
+@pytest.mark.network
+def test_twenty_percent_loss_on_a_server_link_still_delivers_everything_in_order(abc_runs):
+    dirs, results = abc_runs
+    n, logs = _from_logs(dirs["tree-loss"])
+    assert n > 0
+    r = results["tree-loss"]
+    retransmits = sum(1 for ev in logs.values() for e in ev if e["event"] == "retransmit")
+    assert retransmits > 0 and r["overhead"]["total"]["retransmissions"] > 0
+    checks = {c["check"]: c["verdict"] for c in r["checks"]}
+    assert checks["exactly-once"] == "valid" and checks["total-order-sequencer"] == "valid"
+    assert r["abc"]["delivered_to_all"] == n
