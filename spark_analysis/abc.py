@@ -16,6 +16,12 @@ From the logs (what the components handled in id order, not first copies on the 
   the `receivers` the sender computed from the topology's attributes.
 
 Times are in ms and, when the components declare `time_unit_ms`, in the paper's time units too.
+
+`colouring` (the paper's graph-colouring example, agents/abc/colouring.py): the graph from the
+manifest (the `neighbours` of the `abc-vertex` nodes) and each vertex's `coloured` state event;
+verdict valid when every vertex is coloured and no edge joins two vertices of one colour,
+invalid otherwise (the conflicting edges and the uncoloured vertices are named), unknown with no
+vertex; the colours used and the rounds (the last round in which a vertex took its colour).
 """
 
 from __future__ import annotations
@@ -55,9 +61,39 @@ def _in_units(stats: Dict[str, object], unit: Optional[float]) -> Dict[str, obje
     return stats
 
 
-def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict) -> Dict[str, object]:
+def colouring(manifest: dict, coloured: Optional[pd.DataFrame]) -> Optional[Dict[str, object]]:
+    """The graph-colouring check; None when the run has no abc-vertex node."""
+    nodes = (manifest.get("topology") or {}).get("nodes") or {}
+    graph = {n: list((info.get("params") or {}).get("neighbours") or []) for n, info in nodes.items()
+             if info.get("role") == "abc-vertex"}
+    if not graph:
+        return None
+    colour: Dict[str, int] = {}
+    rounds: Dict[str, int] = {}
+    if coloured is not None and len(coloured):
+        for node, c, r in zip(coloured["node"], coloured["colour"], coloured["round"]):
+            if node in graph and node not in colour and c == c:  # first coloured event; NaN != NaN
+                colour[node] = int(c)
+                rounds[node] = int(r)
+    conflicts = sorted({tuple(sorted((u, v))) for u in graph for v in graph[u]
+                        if u in colour and v in colour and colour[u] == colour[v]})
+    uncoloured = sorted(set(graph) - set(colour))
+    return {
+        "verdict": "invalid" if conflicts or uncoloured else "valid",
+        "vertices": len(graph), "edges": sum(len(v) for v in graph.values()) // 2,
+        "coloured": len(colour), "uncoloured": uncoloured,
+        "colours": len(set(colour.values())), "rounds": max(rounds.values()) if rounds else None,
+        "conflicts": len(conflicts),
+        "counterexamples": [{"edge": list(e), "colour": colour[e[0]]} for e in conflicts[:5]],
+        "colouring": dict(sorted(colour.items())),
+    }
+
+
+def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict,
+                 coloured: Optional[pd.DataFrame] = None) -> Dict[str, object]:
     """sends: the run's send events (origin, seq, type, t, intended, order, receivers, wanted_ns);
-    deliveries: (node, origin, seq, type, t, accepted). Empty dict when the run has no AbC data."""
+    deliveries: (node, origin, seq, type, t, accepted); coloured: the vertices' coloured state
+    events (node, colour, round). Empty dict when the run has no AbC data."""
     s = sends[sends["type"] == DATA]
     if not len(s):
         return {}
@@ -113,4 +149,7 @@ def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict) 
                 if frozenset(_names(receivers)) & delivered != accepted.get((origin, seq), frozenset()):
                     disagree += 1
             out["receivers_disagree"] = disagree
+    graph = colouring(manifest, coloured)
+    if graph is not None:
+        out["colouring"] = graph
     return out

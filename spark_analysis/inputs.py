@@ -269,7 +269,7 @@ def event_schema():
     from pyspark.sql import types as T
 
     long_fields = ["t", "seq", "message_id", "hops", "order", "priority", "produced_ns", "bytes", "frags",
-                   "attempt", "frag", "node_id", "tries", "wanted_ns"]
+                   "attempt", "frag", "node_id", "tries", "wanted_ns", "colour", "round"]
     string_fields = ["node", "event", "type", "origin", "to", "sender", "eligible", "sequencer", "vc", "deps",
                      "state", "reason", "role", "msg", "receivers"]
     fields = [T.StructField(f, T.LongType()) for f in long_fields]

@@ -116,6 +116,9 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[st
     m.pairs = m.pairs.persist(StorageLevel.MEMORY_AND_DISK)  # collected, then written as a table
     c = m.collect()
 
+    coloured = (events.filter(F.col("state") == "coloured").select("run", "node", "colour", "round", "t")
+                .toPandas())  # the AbC graph-colouring example's outcome (few rows)
+
     prog.stage("checks")
     from .abc import abc_measures
     from .checkers import check_all, prepare
@@ -153,7 +156,8 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[st
             "overhead": c.overhead(rid),
             "application": c.application_level(rid),
             "gossip": gossip.get(rid, {}),
-            "abc": abc_measures(c.run(c.sends, rid), c.run(c.deliveries, rid), r.manifest),
+            "abc": abc_measures(c.run(c.sends, rid), c.run(c.deliveries, rid), r.manifest,
+                                coloured[coloured["run"] == rid]),
             "checks": checks.get(rid, []),
             "per_node": c.per_node(rid),
             "series": c.series(rid),

@@ -275,6 +275,15 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
                              "receivers disagree"],
                             [[ids.get("count"), ids.get("reused"), ids.get("contiguous"), a.get("accepted"),
                               a.get("discarded"), a.get("receivers_disagree")]]))
+        col = a.get("colouring")
+        if col:
+            parts.append(f"<h3>Graph colouring: <span class='{html.escape(col['verdict'])}'>"
+                         f"{html.escape(col['verdict'])}</span></h3>")
+            parts.append(_table(["vertices", "edges", "coloured", "colours", "rounds", "conflicting edges",
+                                 "uncoloured"],
+                                [[col["vertices"], col["edges"], col["coloured"], col["colours"], col["rounds"],
+                                  col["conflicts"], ", ".join(col["uncoloured"])]]))
+            parts.append(_table(["vertex", "colour"], [[v, c] for v, c in col["colouring"].items()]))
     parts.append("<h2>Property checks</h2>")
     rows = []
     for c in res.get("checks", []):

@@ -311,11 +311,15 @@ def abc_runs(machine, images, tmp_path_factory):
     dirs = {}
     plan = dict(RUNS)
     plan["tree-loss"] = ("tree", ("workload.kinds.component.params.workload=communication-intensive",))
+    plan["colouring"] = ("colouring", ())
     for name, (kind, sets) in plan.items():
         out = base / name
-        args = ["run", SCENARIOS[kind], "--out", str(out), "--quiet"]
-        for item in COMMON + sets:
-            args += ["--set", item]
+        if kind == "colouring":
+            args = ["run", os.path.join(ROOT, "scenarios", "abc-colouring.yaml"), "--out", str(out), "--quiet"]
+        else:
+            args = ["run", SCENARIOS[kind], "--out", str(out), "--quiet"]
+            for item in COMMON + sets:
+                args += ["--set", item]
         if name == "tree-loss":
             lossy = base / "lossy.yaml"
             lossy.write_text(open(SCENARIOS["tree"]).read().replace("topology: ../", f"topology: {ROOT}/")
@@ -375,3 +379,83 @@ def test_twenty_percent_loss_on_a_server_link_still_delivers_everything_in_order
     checks = {c["check"]: c["verdict"] for c in r["checks"]}
     assert checks["exactly-once"] == "valid" and checks["total-order-sequencer"] == "valid"
     assert r["abc"]["delivered_to_all"] == n
+
+
+def _coloured(net: _Net):
+    out = {}
+    for name, agent in net.agents.items():
+        for e in agent.log.events:
+            if e.get("state") == "coloured":
+                out[name] = (e["colour"], e["round"])
+    return out
+
+
+@pytest.mark.parametrize("infrastructure", ["cluster", "ring", "tree"])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_graph_colouring_colours_every_vertex_unlike_its_neighbours(infrastructure, seed):
+    text = open(os.path.join(ROOT, "scenarios", "abc-colouring.yaml")).read().replace("topology: ../", f"topology: {ROOT}/")
+    if infrastructure != "cluster":  # the same graph on the first nine components of R[5,3] or T[3,2,2]
+        topo = {"ring": "ring-5-3", "tree": "tree-3-2-2"}[infrastructure]
+        text = text.replace("cluster-3-9.yaml", f"{topo}.yaml").replace("abc-cluster-server", f"abc-{infrastructure}-server")
+        text = text.replace("component: {role: abc-vertex}", "component: {role: abc-component, params: {workload: none}}")
+        for i in range(1, 10):
+            text = text.replace(f"    c{i}: {{params:", f"    c{i}: {{role: abc-vertex, params:")
+    scenario = parse_scenario_text(text, "colouring.yaml")
+    net = _Net(scenario, seed=seed)
+    for agent in net.agents.values():
+        if agent.role.__class__.__name__ == "Vertex":
+            asyncio.run(agent.role.run())
+    net.run()
+    coloured = _coloured(net)
+    graph = {n: scenario.topology.nodes[n].params["neighbours"] for n in coloured}
+    assert sorted(coloured) == [f"c{i}" for i in range(1, 10)], "every vertex is coloured"
+    for v, ns in graph.items():
+        for u in ns:
+            assert coloured[u][0] != coloured[v][0], f"neighbours {u} and {v} share colour {coloured[u][0]}"
+    assert len({c for c, _ in coloured.values()}) >= 4, "the king's graph needs four colours"
+    assert coloured["c9"] == (0, 1), "the greatest id takes the smallest colour in round one"
+    components = [n for n, a in net.agents.items() if isinstance(a.role, Component)]
+    _check_total_order_exactly_once(net, components)
+
+
+def test_a_vertex_graph_must_be_undirected_and_of_vertices():
+    text = open(os.path.join(ROOT, "scenarios", "abc-colouring.yaml")).read().replace("topology: ../", f"topology: {ROOT}/")
+    with pytest.raises(ValidationError) as err:
+        parse_scenario_text(text.replace("c9: {params: {neighbours: [c5, c6, c8]}}", "c9: {params: {neighbours: [c5, c6]}}"),
+                            "g.yaml")
+    assert "c8 lists c9 but c9 does not list c8" in str(err.value)
+    with pytest.raises(ValidationError) as err:
+        parse_scenario_text(text.replace("[c5, c6, c8]", "[c5, c6, c8, srv1]"), "g.yaml")
+    assert "'srv1' is not an abc-vertex" in str(err.value)
+
+
+@pytest.mark.network
+def test_graph_colouring_run_colours_the_kings_graph_and_the_analysis_checks_it(abc_runs):
+    dirs, results = abc_runs
+    n, logs = _from_logs(dirs["colouring"])
+    col = results["colouring"]["abc"]["colouring"]
+    assert col["verdict"] == "valid" and col["vertices"] == 9 and col["edges"] == 20 and col["coloured"] == 9
+    assert col["colours"] >= 4 and col["rounds"] >= 2 and col["conflicts"] == 0
+    coloured = {node: e["colour"] for node, ev in logs.items() for e in ev if e.get("state") == "coloured"}
+    assert coloured == col["colouring"]
+    checks = {c["check"]: c["verdict"] for c in results["colouring"]["checks"]}
+    assert checks["exactly-once"] == "valid" and checks["total-order-sequencer"] == "valid"
+    html = open(os.path.join(dirs["colouring"], "report", "index.html")).read()
+    assert "Graph colouring" in html
+
+
+def test_the_colouring_check_names_conflicting_edges_and_uncoloured_vertices():
+    import pandas as pd
+    from spark_analysis.abc import colouring
+    manifest = {"topology": {"nodes": {
+        "a": {"role": "abc-vertex", "params": {"neighbours": ["b", "c"]}},
+        "b": {"role": "abc-vertex", "params": {"neighbours": ["a", "c"]}},
+        "c": {"role": "abc-vertex", "params": {"neighbours": ["a", "b"]}},
+        "s": {"role": "abc-cluster-server", "params": {}}}}}
+    good = pd.DataFrame({"node": ["a", "b", "c"], "colour": [0, 1, 2], "round": [1, 1, 2]})
+    assert colouring(manifest, good)["verdict"] == "valid" and colouring(manifest, good)["rounds"] == 2
+    bad = pd.DataFrame({"node": ["a", "b"], "colour": [0, 0], "round": [1, 1]})
+    res = colouring(manifest, bad)
+    assert res["verdict"] == "invalid" and res["conflicts"] == 1 and res["uncoloured"] == ["c"]
+    assert res["counterexamples"] == [{"edge": ["a", "b"], "colour": 0}]
+    assert colouring({"topology": {"nodes": {}}}, good) is None

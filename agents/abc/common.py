@@ -26,6 +26,8 @@ import json
 from typing import Any, Dict, List, Optional, Tuple
 
 COMPONENT = "abc-component"
+VERTEX = "abc-vertex"  # a component running the graph-colouring example (agents/abc/colouring.py)
+COMPONENTS = (COMPONENT, VERTEX)
 CLUSTER_SERVER = "abc-cluster-server"
 RING_SERVER = "abc-ring-server"
 TREE_SERVER = "abc-tree-server"
@@ -67,12 +69,12 @@ class Structure:
 
     @property
     def components(self) -> List[str]:
-        return self.with_role(COMPONENT)
+        return self.with_role(*COMPONENTS)
 
     def children(self, name: str) -> List[str]:
         """Servers and components whose `parent` is this node, in node-id order."""
         return [n for n in sorted(self.nodes, key=self.ids.__getitem__)
-                if self.params(n).get("parent") == name and self.role(n) in (COMPONENT,) + SERVERS]
+                if self.params(n).get("parent") == name and self.role(n) in COMPONENTS + SERVERS]
 
     def cluster_queue(self, preferred: Optional[str] = None) -> str:
         """The node that hosts the cluster's shared counter and FIFO queue: the cluster server named
@@ -112,7 +114,7 @@ def structure_problem(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[T
         return ", ".join(found[:12]) + (", ..." if len(found) > 12 else "") or f"no node has role {' or '.join(roles)}"
 
     try:
-        if role == COMPONENT:
+        if role in COMPONENTS:
             parent = params.get("parent")
             if parent is not None:
                 if (st.role(parent) if parent in nodes else None) not in (RING_SERVER, TREE_SERVER):
@@ -141,7 +143,7 @@ def structure_problem(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[T
                 seen.add(node)
                 node = st.params(node).get("parent")
     except StructureError as exc:
-        key = "queue" if role in (COMPONENT, CLUSTER_SERVER) else "counter"
+        key = "queue" if role in COMPONENTS + (CLUSTER_SERVER,) else "counter"
         return key, str(exc), names(CLUSTER_SERVER if key == "queue" else RING_SERVER)
     return None
 

@@ -155,9 +155,16 @@ class Component(Role):
             if delay > 0:
                 await asyncio.sleep(delay)
             made += 1
-            values = [self.agent.name, made] + ([padding] if padding else [])
-            self.outbox.append((values, predicate, now_ns()))
-            self._next_send()
+            self.send_abc([self.agent.name, made] + ([padding] if padding else []), predicate)
+
+    def send_abc(self, values: List[Any], predicate: Any) -> None:
+        """(values)@predicate: queue an AbC send; it leaves once the infrastructure gives it an id."""
+        self.outbox.append((values, predicate, now_ns()))
+        self._next_send()
+
+    def receive(self, values: List[Any], header: Header, sender: str) -> None:
+        """An accepted message, in id order: what an application process does with it (a
+        subclass; the workloads only count deliveries)."""
 
     def _next_send(self) -> None:
         """Out and Req: take the next message to send and ask the server for an id."""
@@ -217,6 +224,8 @@ class Component(Role):
             self.agent.deliver(header, sender=sender, order=self.nid, accepted=accepted)
             self.nid += 1
             progressed = True
+            if accepted:
+                self.receive(message.get("values") or [], header, sender)
         if progressed:
             self._try_send()
 

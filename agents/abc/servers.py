@@ -35,7 +35,7 @@ from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from ..runtime import Role
 from ..wire import Ext, Flags, Header, MessageType
-from .common import (CLUSTER_SERVER, COMPONENT, RING_SERVER, SERVERS, TREE_SERVER, Structure, StructureError,
+from .common import (CLUSTER_SERVER, COMPONENTS, RING_SERVER, SERVERS, TREE_SERVER, Structure, StructureError,
                      WaitingQueue, decode, encode)
 
 _STRUCTURE = {"infrastructure": (lambda v: v in ("cluster", "ring", "tree"), "cluster, ring or tree")}
@@ -133,7 +133,7 @@ class ClusterServer(Server):
         if header.type == MessageType.ABC_TAKE:
             if self.is_host:
                 self._free(sender)
-        elif role == COMPONENT and header.type in (MessageType.ABC_REQUEST, MessageType.ABC_DATA):
+        elif role in COMPONENTS and header.type in (MessageType.ABC_REQUEST, MessageType.ABC_DATA):
             if not self.is_host:
                 self.agent.log.write("drop", reason=f"not the cluster's queue (that is {self.host})", sender=sender)
                 return
@@ -185,7 +185,7 @@ class RingServer(Server):
         if self.structure.role(nxt) != RING_SERVER:
             raise StructureError(f"next {nxt!r} is not an {RING_SERVER}")
         self.next = nxt
-        self.own = [c for c in self.structure.children(agent.name) if self.structure.role(c) == COMPONENT]
+        self.own = [c for c in self.structure.children(agent.name) if self.structure.role(c) in COMPONENTS]
         self.D = self.own + ([nxt] if nxt != agent.name else [])
         self.ctr = 0
         agent.log.write("state", state="abc server", infrastructure="ring", next=nxt, counter=self.counter_host,

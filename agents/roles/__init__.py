@@ -16,6 +16,7 @@ _ROLES: Dict[str, str] = {
     "probe": "agents.roles.probe",
     # AbC (agents/abc/): components and the three sequencing infrastructures of the paper
     "abc-component": "agents.abc.component",
+    "abc-vertex": "agents.abc.colouring",
     "abc-cluster-server": "agents.abc.cluster",
     "abc-ring-server": "agents.abc.ring",
     "abc-tree-server": "agents.abc.tree",
