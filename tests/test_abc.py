@@ -205,6 +205,42 @@ def test_a_component_discards_what_its_attributes_do_not_satisfy_and_the_sender_
         assert [e["accepted"] for e in net.events(c, "deliver")] == [accepted] * 3, c
 
 
+def test_a_paced_node_transmits_one_at_a_time_at_rate_lambda_t_in_fifo_order():
+    from agents.abc.common import Transmitter
+    import time
+
+    sent = []
+
+    class Agent:
+        class config:
+            seed = 3
+
+        def send(self, mtype, to, **kw):
+            sent.append((time.monotonic(), mtype, to, kw.get("tag")))
+
+    async def go():
+        tx = Transmitter(Agent(), {"transmission_rate": 10, "time_unit_ms": 100})  # mean 10 ms
+        start = time.monotonic()
+        tx.send(12, ["a", "b", "c"], tag=1)
+        tx.then(lambda: sent.append((time.monotonic(), "then", None, None)))
+        tx.send(11, ["d"], tag=2)
+        for _ in range(200):
+            tx.send(12, ["x"], tag=3)
+        while tx.queue or (tx.task and not tx.task.done()):
+            await asyncio.sleep(0.01)
+        return start
+
+    start = asyncio.run(go())
+    assert [s[2] for s in sent[:5]] == [["a"], ["b"], ["c"], None, ["d"]], "one address at a time, in order"
+    assert sent[3][1] == "then" and sent[3][0] - sent[2][0] < 0.005, "then() runs once the earlier ones left"
+    per = (sent[-1][0] - start) / 204
+    assert 0.007 < per < 0.02, f"about 10 ms per transmission, got {per * 1000:.1f} ms"
+    unpaced = Transmitter(Agent(), {})
+    sent.clear()
+    unpaced.send(12, ["a", "b"], tag=4)
+    assert sent[0][2] == ["a", "b"], "without a rate everything leaves at once, in one send"
+
+
 def test_data_providers_are_a_seeded_fraction_that_every_node_agrees_on():
     names = [f"c{i}" for i in range(1, 156)]
     chosen = providers(names, 0.1, 7)
@@ -312,6 +348,9 @@ def abc_runs(machine, images, tmp_path_factory):
     plan = dict(RUNS)
     plan["tree-loss"] = ("tree", ("workload.kinds.component.params.workload=communication-intensive",))
     plan["colouring"] = ("colouring", ())
+    plan["tree-paced"] = ("tree", ("workload.kinds.component.params.workload=communication-intensive",
+                                   "workload.defaults.params.transmission_rate=15",
+                                   "workload.defaults.params.time_unit_ms=250"))
     for name, (kind, sets) in plan.items():
         out = base / name
         if kind == "colouring":
@@ -366,6 +405,20 @@ def test_a_fault_free_run_keeps_total_order_and_exactly_once(abc_runs, name):
     # the wire agrees: every data message reached every component's capture
     assert r["messages"]["ABC_DATA"]["sent"] == n
     assert r["messages"]["ABC_DATA"]["delivery_ratio"] == 1.0
+
+
+@pytest.mark.network
+def test_a_paced_infrastructure_keeps_the_order_and_takes_longer(abc_runs):
+    dirs, results = abc_runs
+    n, logs = _from_logs(dirs["tree-paced"])
+    assert n > 0
+    r = results["tree-paced"]
+    checks = {c["check"]: c["verdict"] for c in r["checks"]}
+    assert checks["exactly-once"] == "valid" and checks["total-order-sequencer"] == "valid"
+    paced, free = r["abc"]["delivery_time_to_all"]["mean_ms"], results["tree-ci"]["abc"]["delivery_time_to_all"]["mean_ms"]
+    # a message crosses at least 3 paced transmissions (component, servers, component) of 1/15 of
+    # a 250 ms time unit each, ~17 ms apiece, and usually waits behind others
+    assert paced > 3 * 250 / 15 > free, (paced, free)
 
 
 @pytest.mark.network

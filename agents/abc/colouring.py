@@ -31,7 +31,8 @@ from .component import Component
 
 PARAMS = {
     **{k: v for k, v in COMPONENT_PARAMS.items() if k in ("attributes", "queue", "infrastructure", "parent",
-                                                         "start_delay", "size")},
+                                                         "start_delay", "size", "time_unit_ms",
+                                                         "transmission_rate")},
     "workload": (lambda v: v == "none", "none (a vertex sends what the colouring needs, no workload)"),
     "neighbours": (lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
                    "a list of the names of the vertex's neighbours (abc-vertex nodes)"),

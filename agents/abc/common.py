@@ -21,9 +21,12 @@ links; the retransmissions are logged and visible in the captures.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import json
-from typing import Any, Dict, List, Optional, Tuple
+import random
+from collections import deque
+from typing import Any, Deque, Dict, List, Optional, Tuple
 
 COMPONENT = "abc-component"
 VERTEX = "abc-vertex"  # a component running the graph-colouring example (agents/abc/colouring.py)
@@ -32,6 +35,66 @@ CLUSTER_SERVER = "abc-cluster-server"
 RING_SERVER = "abc-ring-server"
 TREE_SERVER = "abc-tree-server"
 SERVERS = (CLUSTER_SERVER, RING_SERVER, TREE_SERVER)
+
+
+def _positive(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
+#: the paper's rates, shared by components and servers (section 4)
+RATE_PARAMS = {
+    "time_unit_ms": (_positive, "milliseconds per paper time unit, a number above 0"),
+    "transmission_rate": (_positive, "transmissions per time unit (the paper's λt), a number above 0"),
+}
+
+
+class Transmitter:
+    """How a node puts AbC messages on the wire.
+
+    Without `transmission_rate` every send leaves at once (as fast as the machine goes). With it,
+    the node transmits as the paper's model does (section 4): one transmission at a time, to one
+    address at a time (rules dFwd/eFwd), each taking an exponential time at rate λt per time
+    unit, in FIFO order; so a cluster server that forwards to 155 components is busy ~155/λt time
+    units per message, and a tree server ~(children)/λt. The emulated links add no delay of their
+    own (no netem here), so this is where λt lives."""
+
+    def __init__(self, agent, params: Dict[str, Any]) -> None:
+        self.agent = agent
+        rate = params.get("transmission_rate")
+        self.mean_s = (float(params.get("time_unit_ms", 1000)) / 1000 / float(rate)) if rate else None
+        self.rng = random.Random(agent.config.seed ^ 0x5A5A)
+        self.queue: Deque[Dict[str, Any]] = deque()
+        self.task: Optional[asyncio.Task] = None
+
+    def send(self, mtype: int, to: List[str], **kwargs: Any) -> None:
+        """agent.send(mtype, to=..., **kwargs), one target at a time when paced."""
+        if self.mean_s is None:
+            self.agent.send(mtype, to=to, **kwargs)
+            return
+        for target in to:
+            self.queue.append(dict(kwargs, mtype=mtype, to=[target]))
+        self._kick()
+
+    def then(self, action) -> None:
+        """Run `action` once every transmission queued before it has left."""
+        if self.mean_s is None:
+            action()
+            return
+        self.queue.append({"then": action})
+        self._kick()
+
+    def _kick(self) -> None:
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_event_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        while self.queue:
+            item = self.queue.popleft()
+            if "then" in item:
+                item["then"]()
+                continue
+            await asyncio.sleep(self.rng.expovariate(1.0) * self.mean_s)
+            self.agent.send(item.pop("mtype"), **item)
 
 
 class StructureError(Exception):

@@ -44,7 +44,7 @@ from ..roles import number_at_least, whole_at_least
 from ..runtime import Role, now_ns
 from ..wire import Header, MessageType
 from . import correlation
-from .common import COMPONENT, Structure, StructureError, WaitingQueue, decode, encode
+from .common import COMPONENT, RATE_PARAMS, Structure, StructureError, Transmitter, WaitingQueue, decode, encode
 from .common import structure_problem as check_structure  # noqa: F401 (the registry reads it)
 
 WORKLOADS = ("data-providers", "communication-intensive", "none")
@@ -64,8 +64,7 @@ PARAMS = {
                   "the fraction of components that send, a number in (0, 1]"),
     "rate": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
              "sends per time unit (λs), a number above 0"),
-    "time_unit_ms": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
-                     "milliseconds per paper time unit, a number above 0"),
+    **RATE_PARAMS,
     "count": (whole_at_least(1), "a whole number of at least 1"),
     "size": (whole_at_least(0), "padding bytes per data message, a whole number of at least 0"),
     "attributes": (lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
@@ -111,6 +110,7 @@ class Component(Role):
         self.W = WaitingQueue()
         self.sent = 0
         self.quiesced = False
+        self.tx = Transmitter(agent, params)
         workload = params.get("workload", "data-providers")
         if workload == "communication-intensive":
             self.provider = True
@@ -172,8 +172,7 @@ class Component(Role):
             return
         self.sending = self.outbox.popleft()
         self.on = True
-        self.agent.send(MessageType.ABC_REQUEST, encode({"route": [self.agent.id]}), to=[self.server],
-                        reliable=True)
+        self.tx.send(MessageType.ABC_REQUEST, [self.server], body=encode({"route": [self.agent.id]}), reliable=True)
 
     def _try_send(self) -> None:
         """Snd: with a fresh id and every smaller id handled, send the data message."""
@@ -182,8 +181,8 @@ class Component(Role):
         values, predicate, wanted = self.sending
         body = {"values": values, "predicate": predicate}
         receivers = sorted(self.matcher.match(predicate), key=self.others.index)
-        self.agent.send(MessageType.ABC_DATA, encode(body), to=[self.server], reliable=True, message_id=self.mid,
-                        eligible=self.others, order=self.mid, receivers=receivers, wanted_ns=wanted)
+        self.tx.send(MessageType.ABC_DATA, [self.server], body=encode(body), reliable=True, message_id=self.mid,
+                     eligible=self.others, order=self.mid, receivers=receivers, wanted_ns=wanted)
         self.sent += 1
         self.nid += 1
         self.mid = -1

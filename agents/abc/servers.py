@@ -21,6 +21,13 @@ reach it with messages, because the testbed's nodes share no memory:
   its own components directly.
 - tree: no shared state: the root is the only sequencer (Table 8).
 
+With `transmission_rate` (λt per time unit of `time_unit_ms`), a server transmits as the paper's
+model does, one message to one address at a time, each transmission taking an exponential time
+(agents/abc/common.py, Transmitter); the messages that stand in for shared memory (a hand-over
+from the cluster's queue, a server asking the ring's counter host and its answer, ABC_TAKE) are
+not transmissions of the model and leave at once. A cluster server takes again only when its
+transmissions have left.
+
 Data messages wait in a server's priority queue W and are forwarded in id order (nid), each to
 the server's multicast set minus the node it came from, as the dFwd/eFwd rules do one address at
 a time. In the ring a copy that comes back with an id below nid has been round the ring and is
@@ -35,10 +42,11 @@ from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from ..runtime import Role
 from ..wire import Ext, Flags, Header, MessageType
-from .common import (CLUSTER_SERVER, COMPONENTS, RING_SERVER, SERVERS, TREE_SERVER, Structure, StructureError,
-                     WaitingQueue, decode, encode)
+from .common import (CLUSTER_SERVER, COMPONENTS, RATE_PARAMS, RING_SERVER, SERVERS, TREE_SERVER, Structure,
+                     StructureError, Transmitter, WaitingQueue, decode, encode)
 
-_STRUCTURE = {"infrastructure": (lambda v: v in ("cluster", "ring", "tree"), "cluster, ring or tree")}
+_STRUCTURE = {"infrastructure": (lambda v: v in ("cluster", "ring", "tree"), "cluster, ring or tree"),
+              **RATE_PARAMS}
 
 
 class Server(Role):
@@ -52,6 +60,7 @@ class Server(Role):
         self.nid = 0
         self.W = WaitingQueue()
         self.infra = agent.id.to_bytes(4, "big")
+        self.tx = Transmitter(agent, params)
 
     def name_of(self, node_id: int) -> str:
         return self.agent.by_id.get(node_id, str(node_id))
@@ -60,21 +69,25 @@ class Server(Role):
         return self.structure.ids[name]
 
     def forward(self, mtype: int, header: Header, body: bytes, to: List[str], message_id: Optional[int] = None,
-                new_body: Optional[bytes] = None) -> None:
-        """Pass a message on with its identity (origin, sequence), one hop more, over the reliable channel."""
+                new_body: Optional[bytes] = None, paced: bool = True) -> None:
+        """Pass a message on with its identity (origin, sequence), one hop more, over the reliable
+        channel; `paced=False` for what stands in for the paper's shared memory (the cluster's
+        queue, the ring's counter), which is no transmission of the model."""
         if not to:
             return
-        self.agent.send(mtype, body if new_body is None else new_body, to=to, reliable=True,
-                        message_id=header.message_id if message_id is None else message_id, origin=header.origin,
-                        sequence=header.sequence, hops=header.hops + 1, flags=Flags.RELAYED,
-                        extensions={Ext.INFRA_ID: self.infra})
+        send = self.tx.send if paced else self.agent.send
+        send(mtype, to=to, body=body if new_body is None else new_body, reliable=True,
+                     message_id=header.message_id if message_id is None else message_id, origin=header.origin,
+                     sequence=header.sequence, hops=header.hops + 1, flags=Flags.RELAYED,
+                     extensions={Ext.INFRA_ID: self.infra})
 
-    def reply(self, header: Header, route: List[int], mid: int) -> None:
+    def reply(self, header: Header, route: List[int], mid: int, paced: bool = True) -> None:
         """Reply (the sequencer): a fresh id to the last node of the route, with the rest of the route."""
         target = self.name_of(route[-1])
-        self.agent.send(MessageType.ABC_REPLY, encode({"route": route[:-1]}), to=[target], reliable=True,
-                        message_id=mid, extensions={Ext.INFRA_ID: self.infra},
-                        request_origin=self.name_of(header.origin), request_seq=header.sequence)
+        send = self.tx.send if paced else self.agent.send
+        send(MessageType.ABC_REPLY, to=[target], body=encode({"route": route[:-1]}), reliable=True,
+                     message_id=mid, extensions={Ext.INFRA_ID: self.infra},
+                     request_origin=self.name_of(header.origin), request_seq=header.sequence)
 
     def relay_reply(self, header: Header, body: bytes) -> None:
         """rFwd: a reply travels back along its route."""
@@ -116,6 +129,7 @@ class ClusterServer(Server):
         self.ctr = 0
         self.I: Deque[Tuple[Header, bytes, str]] = deque()
         self.free: Deque[str] = deque()
+        self._dispatching = False
         agent.log.write("state", state="abc server", infrastructure="cluster", queue=self.host,
                         components=len(self.components))
 
@@ -126,7 +140,10 @@ class ClusterServer(Server):
         if self.is_host:
             self._free(self.agent.name)
         else:
-            self.agent.send(MessageType.ABC_TAKE, to=[self.host], reliable=True)
+            self._take()
+
+    def _take(self) -> None:
+        self.agent.send(MessageType.ABC_TAKE, to=[self.host], reliable=True)
 
     def on_message(self, header: Header, body: bytes, sender: str) -> None:
         role = self.structure.role(sender) if sender in self.structure.nodes else None
@@ -141,26 +158,31 @@ class ClusterServer(Server):
             self._dispatch()
         elif sender == self.host and header.type in (MessageType.ABC_REQUEST, MessageType.ABC_DATA):
             self._serve(header, body, header.message_id)
-            self.agent.send(MessageType.ABC_TAKE, to=[self.host], reliable=True)
+            self.tx.then(self._take)  # free again once its transmissions have left
 
     def _free(self, server: str) -> None:
         if server not in self.free:
             self.free.append(server)
-        self._dispatch()
+        if not self._dispatching:  # the host serving itself frees itself from inside the loop
+            self._dispatch()
 
     def _dispatch(self) -> None:
         """Qout: the free servers take the queue's messages in FIFO order."""
-        while self.I and self.free:
-            server = self.free.popleft()
-            header, body, sender = self.I.popleft()
-            mid = header.message_id
-            if header.type == MessageType.ABC_REQUEST:
-                mid, self.ctr = self.ctr, self.ctr + 1  # Rmsg: the counter's value, then ctr + 1
-            if server == self.agent.name:
-                self._serve(header, body, mid)
-                self.free.append(server)
-            else:
-                self.forward(header.type, header, body, [server], message_id=mid)
+        self._dispatching = True
+        try:
+            while self.I and self.free:
+                server = self.free.popleft()
+                header, body, sender = self.I.popleft()
+                mid = header.message_id
+                if header.type == MessageType.ABC_REQUEST:
+                    mid, self.ctr = self.ctr, self.ctr + 1  # Rmsg: the counter's value, then ctr + 1
+                if server == self.agent.name:
+                    self._serve(header, body, mid)
+                    self.tx.then(lambda: self._free(self.agent.name))
+                else:
+                    self.forward(header.type, header, body, [server], message_id=mid, paced=False)
+        finally:
+            self._dispatching = False
 
     def _serve(self, header: Header, body: bytes, mid: int) -> None:
         if header.type == MessageType.ABC_REQUEST:  # Reply
@@ -199,10 +221,11 @@ class RingServer(Server):
             route = decode(body).get("route") or [header.origin]
             if self.agent.name == self.counter_host:
                 mid, self.ctr = self.ctr, self.ctr + 1
-                self.reply(header, route, mid)
+                # to another server: the end of the counter's critical section, not a transmission
+                self.reply(header, route, mid, paced=len(route) == 1)
             else:  # ask the counter's host, which answers along the route
                 self.forward(MessageType.ABC_REQUEST, header, body, [self.counter_host],
-                             new_body=encode({"route": route + [self.agent.id]}))
+                             new_body=encode({"route": route + [self.agent.id]}), paced=False)
         elif header.type == MessageType.ABC_REPLY:
             self.relay_reply(header, body)
         elif header.type == MessageType.ABC_DATA:
