@@ -139,30 +139,25 @@ class Structure:
         return [n for n in sorted(self.nodes, key=self.ids.__getitem__)
                 if self.params(n).get("parent") == name and self.role(n) in COMPONENTS + SERVERS]
 
+    def _host(self, role: str, what: str, param: str, preferred: Optional[str]) -> str:
+        servers = self.with_role(role)
+        if preferred is not None:
+            if preferred not in servers:
+                raise StructureError(f"{param} {preferred!r} is not an {role} (those are: "
+                                     f"{', '.join(servers) or 'none'})")
+            return preferred
+        if not servers:
+            raise StructureError(f"a {what} needs at least one node with role {role}")
+        return servers[0]
+
     def cluster_queue(self, preferred: Optional[str] = None) -> str:
         """The node that hosts the cluster's shared counter and FIFO queue: the cluster server named
         by `queue`, else the first cluster server of the topology."""
-        servers = self.with_role(CLUSTER_SERVER)
-        if preferred is not None:
-            if preferred not in servers:
-                raise StructureError(f"queue {preferred!r} is not an {CLUSTER_SERVER} (those are: "
-                                     f"{', '.join(servers) or 'none'})")
-            return preferred
-        if not servers:
-            raise StructureError(f"a cluster needs at least one node with role {CLUSTER_SERVER}")
-        return servers[0]
+        return self._host(CLUSTER_SERVER, "cluster", "queue", preferred)
 
     def ring_counter(self, preferred: Optional[str] = None) -> str:
         """The ring server that hosts the ring's shared counter: `counter`, else the first one."""
-        servers = self.with_role(RING_SERVER)
-        if preferred is not None:
-            if preferred not in servers:
-                raise StructureError(f"counter {preferred!r} is not an {RING_SERVER} (those are: "
-                                     f"{', '.join(servers) or 'none'})")
-            return preferred
-        if not servers:
-            raise StructureError(f"a ring needs at least one node with role {RING_SERVER}")
-        return servers[0]
+        return self._host(RING_SERVER, "ring", "counter", preferred)
 
 
 def structure_problem(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[Tuple[str, str, str]]:

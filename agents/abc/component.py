@@ -18,10 +18,12 @@ Workload (the paper's section 4): `workload: data-providers` (default), where a 
 agrees; `communication-intensive`, where every component sends; `none`, where it only receives.
 A sender draws exponential inter-send times at rate `rate` (λs, default 1) per time unit, and a
 time unit lasts `time_unit_ms` milliseconds (default 1000), which maps the paper's time units to
-wall-clock time. Sends that come due while one is in progress wait their turn (a component has
-one send in flight: the flag `on`); when the workload ends, those not yet started are dropped
-(and counted in a state event), while one whose id was asked for completes, since every other
-component waits for that id. `count` caps the messages a sender sends; `size` adds bytes
+wall-clock time. A component has one send in flight (the flag `on`) and is blocked meanwhile, so
+its next inter-send time starts when the data message has left: an overloaded infrastructure
+slows its senders down, as in the paper's model, instead of piling sends up. An application
+(agents/abc/colouring.py) may queue several sends; they leave one at a time. When the workload
+ends, queued sends not yet started are dropped (and counted in a state event), while one whose
+id was asked for completes, since every other component waits for that id. `count` caps the messages a sender sends; `size` adds bytes
 of padding to each data message.
 
 Every data message is meant for every other component (the infrastructure delivers to all and
@@ -36,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
@@ -110,6 +111,7 @@ class Component(Role):
         self.W = WaitingQueue()
         self.sent = 0
         self.quiesced = False
+        self._sent: Optional[asyncio.Event] = None  # set when a data message leaves (Snd)
         self.tx = Transmitter(agent, params)
         workload = params.get("workload", "data-providers")
         if workload == "communication-intensive":
@@ -145,17 +147,18 @@ class Component(Role):
             raise
 
     async def _generate(self, rng, rate, unit, count, predicate, padding) -> None:
+        """Exponential inter-send times at rate λs; a component that is sending is blocked (its
+        process is in the intermediate state [Γ : P] of rule Out), so the next time is drawn once
+        the data message has left, as the paper's model enables a send only then."""
+        self._sent = asyncio.Event()
         made = 0
-        due = time.monotonic()
         while count is None or made < int(count):
-            # exponential inter-send times, paced against a running clock so that a slow
-            # iteration does not lower the rate
-            due += rng.expovariate(rate) * unit
-            delay = due - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            await asyncio.sleep(rng.expovariate(rate) * unit)
             made += 1
             self.send_abc([self.agent.name, made] + ([padding] if padding else []), predicate)
+            while self.on or self.outbox:
+                self._sent.clear()
+                await self._sent.wait()
 
     def send_abc(self, values: List[Any], predicate: Any) -> None:
         """(values)@predicate: queue an AbC send; it leaves once the infrastructure gives it an id."""
@@ -188,6 +191,8 @@ class Component(Role):
         self.mid = -1
         self.on = False
         self.sending = None
+        if self._sent is not None:
+            self._sent.set()
         self._handle()
         self._next_send()
 
