@@ -37,14 +37,15 @@ TREE_SERVER = "abc-tree-server"
 SERVERS = (CLUSTER_SERVER, RING_SERVER, TREE_SERVER)
 
 
-def _positive(v: Any) -> bool:
+def positive(v: Any) -> bool:
+    """A number above 0 (not a boolean)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
 
 
 #: the paper's rates, shared by components and servers (section 4)
 RATE_PARAMS = {
-    "time_unit_ms": (_positive, "milliseconds per paper time unit, a number above 0"),
-    "transmission_rate": (_positive, "transmissions per time unit (the paper's λt), a number above 0"),
+    "time_unit_ms": (positive, "milliseconds per paper time unit, a number above 0"),
+    "transmission_rate": (positive, "transmissions per time unit (the paper's λt), a number above 0"),
 }
 
 

@@ -45,7 +45,7 @@ from ..roles import number_at_least, whole_at_least
 from ..runtime import Role, now_ns
 from ..wire import Header, MessageType
 from . import correlation
-from .common import COMPONENT, RATE_PARAMS, Structure, StructureError, Transmitter, WaitingQueue, decode, encode
+from .common import COMPONENT, RATE_PARAMS, positive, Structure, StructureError, Transmitter, WaitingQueue, decode, encode
 from .common import structure_problem as check_structure  # noqa: F401 (the registry reads it)
 
 WORKLOADS = ("data-providers", "communication-intensive", "none")
@@ -63,8 +63,7 @@ PARAMS = {
     "workload": (lambda v: v in WORKLOADS, ", ".join(WORKLOADS)),
     "providers": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
                   "the fraction of components that send, a number in (0, 1]"),
-    "rate": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0,
-             "sends per time unit (λs), a number above 0"),
+    "rate": (positive, "sends per time unit (λs), a number above 0"),
     **RATE_PARAMS,
     "count": (whole_at_least(1), "a whole number of at least 1"),
     "size": (whole_at_least(0), "padding bytes per data message, a whole number of at least 0"),
@@ -109,7 +108,6 @@ class Component(Role):
         self.sending: Optional[Tuple[List[Any], Any, int]] = None
         self.outbox: Deque[Tuple[List[Any], Any, int]] = deque()
         self.W = WaitingQueue()
-        self.sent = 0
         self.quiesced = False
         self._sent: Optional[asyncio.Event] = None  # set when a data message leaves (Snd)
         self.tx = Transmitter(agent, params)
@@ -186,7 +184,6 @@ class Component(Role):
         receivers = sorted(self.matcher.match(predicate), key=self.others.index)
         self.tx.send(MessageType.ABC_DATA, [self.server], body=encode(body), reliable=True, message_id=self.mid,
                      eligible=self.others, order=self.mid, receivers=receivers, wanted_ns=wanted)
-        self.sent += 1
         self.nid += 1
         self.mid = -1
         self.on = False

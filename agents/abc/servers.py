@@ -52,8 +52,6 @@ _STRUCTURE = {"infrastructure": (lambda v: v in ("cluster", "ring", "tree"), "cl
 class Server(Role):
     """What every server does with data messages: W, nid, and forwarding in id order."""
 
-    kind = ""
-
     def __init__(self, agent, params: Dict[str, Any]) -> None:
         super().__init__(agent, params)
         self.structure = Structure(agent.config.nodes)
@@ -61,12 +59,15 @@ class Server(Role):
         self.W = WaitingQueue()
         self.infra = agent.id.to_bytes(4, "big")
         self.tx = Transmitter(agent, params)
+        self.ctr = 0  # used where this server hosts a counter: the cluster's, the ring's, the tree's root
+
+    def fresh_id(self) -> int:
+        """The counter's value, then ctr + 1 (rule Rmsg / Reply)."""
+        mid, self.ctr = self.ctr, self.ctr + 1
+        return mid
 
     def name_of(self, node_id: int) -> str:
         return self.agent.by_id.get(node_id, str(node_id))
-
-    def id_of(self, name: str) -> int:
-        return self.structure.ids[name]
 
     def forward(self, mtype: int, header: Header, body: bytes, to: List[str], message_id: Optional[int] = None,
                 new_body: Optional[bytes] = None, paced: bool = True) -> None:
@@ -119,14 +120,11 @@ class Server(Role):
 # -- cluster ----------------------------------------------------------------------------------
 
 class ClusterServer(Server):
-    kind = "cluster"
-
     def __init__(self, agent, params: Dict[str, Any]) -> None:
         super().__init__(agent, params)
         self.host = self.structure.cluster_queue(params.get("queue"))
         self.is_host = self.host == agent.name
         self.components = self.structure.components
-        self.ctr = 0
         self.I: Deque[Tuple[Header, bytes, str]] = deque()
         self.free: Deque[str] = deque()
         self._dispatching = False
@@ -175,7 +173,7 @@ class ClusterServer(Server):
                 header, body, sender = self.I.popleft()
                 mid = header.message_id
                 if header.type == MessageType.ABC_REQUEST:
-                    mid, self.ctr = self.ctr, self.ctr + 1  # Rmsg: the counter's value, then ctr + 1
+                    mid = self.fresh_id()
                 if server == self.agent.name:
                     self._serve(header, body, mid)
                     self.tx.then(lambda: self._free(self.agent.name))
@@ -196,8 +194,6 @@ class ClusterServer(Server):
 # -- ring -------------------------------------------------------------------------------------
 
 class RingServer(Server):
-    kind = "ring"
-
     def __init__(self, agent, params: Dict[str, Any]) -> None:
         super().__init__(agent, params)
         self.counter_host = self.structure.ring_counter(params.get("counter"))
@@ -209,7 +205,6 @@ class RingServer(Server):
         self.next = nxt
         self.own = [c for c in self.structure.children(agent.name) if self.structure.role(c) in COMPONENTS]
         self.D = self.own + ([nxt] if nxt != agent.name else [])
-        self.ctr = 0
         agent.log.write("state", state="abc server", infrastructure="ring", next=nxt, counter=self.counter_host,
                         components=self.own)
 
@@ -220,7 +215,7 @@ class RingServer(Server):
         if header.type == MessageType.ABC_REQUEST:
             route = decode(body).get("route") or [header.origin]
             if self.agent.name == self.counter_host:
-                mid, self.ctr = self.ctr, self.ctr + 1
+                mid = self.fresh_id()
                 # to another server: the end of the counter's critical section, not a transmission
                 self.reply(header, route, mid, paced=len(route) == 1)
             else:  # ask the counter's host, which answers along the route
@@ -235,15 +230,12 @@ class RingServer(Server):
 # -- tree -------------------------------------------------------------------------------------
 
 class TreeServer(Server):
-    kind = "tree"
-
     def __init__(self, agent, params: Dict[str, Any]) -> None:
         super().__init__(agent, params)
         self.parent = params.get("parent")
         if self.parent is not None and self.structure.role(self.parent) != TREE_SERVER:
             raise StructureError(f"parent {self.parent!r} is not an {TREE_SERVER}")
         self.D = self.structure.children(agent.name)
-        self.ctr = 0
         agent.log.write("state", state="abc server", infrastructure="tree", parent=self.parent,
                         root=self.parent is None, children=self.D)
 
@@ -254,8 +246,7 @@ class TreeServer(Server):
         if header.type == MessageType.ABC_REQUEST:
             route = decode(body).get("route") or [header.origin]
             if self.parent is None:  # Reply: only the root sequences
-                mid, self.ctr = self.ctr, self.ctr + 1
-                self.reply(header, route, mid)
+                self.reply(header, route, self.fresh_id())
             else:  # qFwd
                 self.forward(MessageType.ABC_REQUEST, header, body, [self.parent],
                              new_body=encode({"route": route + [self.agent.id]}))
