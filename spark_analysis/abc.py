@@ -102,8 +102,7 @@ def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict,
     first = d.sort_values("t", kind="stable").drop_duplicates(["origin", "seq", "node"])
     msgs = s[["origin", "seq", "t"]].rename(columns={"t": "send_t"}).reset_index(drop=True)
     msgs["eligible"] = [frozenset(_names(x)) for x in s["intended"]]
-    got = first.merge(msgs[["origin", "seq", "send_t"]], on=["origin", "seq"], how="inner")
-    at = {k: dict(zip(g["node"], g["t"].astype("int64"))) for k, g in got.groupby(["origin", "seq"])}
+    at = {k: dict(zip(g["node"], g["t"].astype("int64"))) for k, g in first.groupby(["origin", "seq"])}
     times = []
     for origin, seq, send_t, eligible in zip(msgs["origin"], msgs["seq"], msgs["send_t"], msgs["eligible"]):
         when = at.get((origin, seq), {})
@@ -135,7 +134,7 @@ def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict,
                       "first": int(unique[0]), "last": int(unique[-1]),
                       "contiguous": bool(unique[0] == 0 and unique[-1] == len(unique) - 1)}
     if "accepted" in first and first["accepted"].notna().any():
-        acc = first["accepted"].fillna(False).astype(bool)
+        acc = first["accepted"].astype("boolean").fillna(False).astype(bool)
         out["accepted"] = int(acc.sum())
         out["discarded"] = int((~acc).sum())
         if "receivers" in s and s["receivers"].notna().any():
