@@ -95,6 +95,7 @@ class Component(Role):
         if self.server not in agent.config.nodes:
             raise StructureError(f"parent {self.server!r} is not a node of the topology")
         self.others = [c for c in self.structure.components if c != agent.name]
+        self._position = {c: i for i, c in enumerate(self.others)}  # receivers listed in topology order
         # the receivers a predicate selects, by the attributes the topology gives the others
         known = {c: self.structure.params(c).get("attributes") or {} for c in self.others}
         scalar = sorted({a for attrs in known.values() for a, v in attrs.items()
@@ -181,7 +182,7 @@ class Component(Role):
             return
         values, predicate, wanted = self.sending
         body = {"values": values, "predicate": predicate}
-        receivers = sorted(self.matcher.match(predicate), key=self.others.index)
+        receivers = sorted(self.matcher.match(predicate), key=self._position.__getitem__)
         self.tx.send(MessageType.ABC_DATA, [self.server], body=encode(body), reliable=True, message_id=self.mid,
                      eligible=self.others, order=self.mid, receivers=receivers, wanted_ns=wanted)
         self.nid += 1
