@@ -258,10 +258,7 @@ class Prepared:
         for c in DELIVERY_REQUIRED:
             if c not in dels.columns:
                 raise ValueError(f"deliveries lacks the column {c!r}")
-        self.sends = sends.reset_index(drop=True)
-        self.present = {c: c in sends.columns for c in SEND_OPTIONAL}
-        M = self.M = len(sends)
-        D = self.D = len(dels)
+        M, D = len(sends), len(dels)
         # one factorization of all ids: the sent ones get codes 0..M-1 (when unique), phantoms
         # the next ones
         smsg = sends["msg"].astype(str)
@@ -269,13 +266,10 @@ class Prepared:
         if M and not np.array_equal(codes[:M], np.arange(M)):
             dup = smsg[smsg.duplicated()].unique()[:5]
             raise ValueError(f"sends has duplicate msg ids: {list(dup)}")
-        self.msg_ids = smsg.to_numpy(object)
         dmsg = codes[M:].astype(_I64)
-        self.phantom_ids = np.asarray(uniq[M:], dtype=object)
         base_nodes = [str(n) for n in h.nodes]
         if len(set(base_nodes)) != len(base_nodes):
             raise ValueError("History.nodes has duplicate names")
-        self.n_vc = len(base_nodes)
 
         o_codes, o_names = pd.factorize(sends["origin"].astype(str))
         n_codes, n_names = pd.factorize(dels["node"].astype(str))
@@ -293,13 +287,51 @@ class Prepared:
         known = set(base_nodes)
         extra = (set(o_names) | set(n_names) | set(flat_names)) - known
         extra.update(str(n) for n in (h.down or {}) if str(n) not in known)
-        self.node_names = base_nodes + sorted(extra)
-        NN = self.NN = len(self.node_names)
-        nidx = pd.Index(self.node_names)
+        node_names = base_nodes + sorted(extra)
+        nidx = pd.Index(node_names)
+        origin = nidx.get_indexer(o_names).astype(_I64)[o_codes] if M else np.zeros(0, _I64)
+        e_msg = np.repeat(np.arange(M, dtype=_I64), lengths)
+        e_node = nidx.get_indexer(flat_names).astype(_I64)[flat_codes] if len(flat_codes) else np.zeros(0, _I64)
+        dnode = nidx.get_indexer(n_names).astype(_I64)[n_codes] if D else np.zeros(0, _I64)
+        self._build(sends=sends.reset_index(drop=True), node_names=node_names, n_vc=len(base_nodes), origin=origin,
+                    seq=pd.to_numeric(sends["seq"]).to_numpy().astype(_I64) if M else np.zeros(0, _I64),
+                    t=pd.to_numeric(sends["t"]).to_numpy().astype(_I64) if M else np.zeros(0, _I64),
+                    e_msg=e_msg, e_node=e_node, d_msg=dmsg, d_node=dnode,
+                    d_t=pd.to_numeric(dels["t"]).to_numpy().astype(_I64) if D else np.zeros(0, _I64),
+                    msg_ids=smsg.to_numpy(object), phantom_ids=np.asarray(uniq[M:], dtype=object),
+                    eligible=elig)
 
-        self.origin = nidx.get_indexer(o_names).astype(_I64)[o_codes] if M else np.zeros(0, _I64)
-        self.seq = pd.to_numeric(sends["seq"]).to_numpy().astype(_I64) if M else np.zeros(0, _I64)
-        self.t = pd.to_numeric(sends["t"]).to_numpy().astype(_I64) if M else np.zeros(0, _I64)
+    @classmethod
+    def from_codes(cls, h: History, *, sends: pd.DataFrame, node_names: List[str], n_vc: int, origin: np.ndarray,
+                   seq: np.ndarray, t: np.ndarray, e_msg: np.ndarray, e_node: np.ndarray, d_msg: np.ndarray,
+                   d_node: np.ndarray, d_t: np.ndarray, msg_ids, phantom_ids, eligible) -> "Prepared":
+        """A history already in integer codes (the analysis job's path, no strings per row):
+        h gives down, end_ns and fifo_contiguous (its sends and deliveries are not read);
+        sends holds the optional columns (order, priority, sequencer, vc, deps) per message;
+        node codes index node_names (the first n_vc are the vc order); d_msg >= M names a
+        phantom, phantom_ids[d_msg - M]; msg_ids and eligible are indexed by message code
+        (sequences, possibly computed on access: only counterexamples and deps read them)."""
+        p = cls.__new__(cls)
+        p.h = h
+        p._build(sends=sends, node_names=list(node_names), n_vc=n_vc, origin=np.asarray(origin, _I64),
+                 seq=np.asarray(seq, _I64), t=np.asarray(t, _I64), e_msg=np.asarray(e_msg, _I64),
+                 e_node=np.asarray(e_node, _I64), d_msg=np.asarray(d_msg, _I64), d_node=np.asarray(d_node, _I64),
+                 d_t=np.asarray(d_t, _I64), msg_ids=msg_ids, phantom_ids=phantom_ids, eligible=eligible)
+        return p
+
+    def _build(self, *, sends, node_names, n_vc, origin, seq, t, e_msg, e_node, d_msg, d_node, d_t, msg_ids,
+               phantom_ids, eligible) -> None:
+        h = self.h
+        self.sends = sends
+        self.present = {c: c in sends.columns for c in SEND_OPTIONAL}
+        M = self.M = len(origin)
+        D = self.D = len(d_msg)
+        self.msg_ids = msg_ids
+        self.phantom_ids = phantom_ids
+        self.n_vc = n_vc
+        self.node_names = node_names
+        NN = self.NN = len(node_names)
+        self.origin, self.seq, self.t = origin, seq, t
         # per-origin rank by (seq, t): pos 1..n_origin; by_origin lists messages by (origin, pos)
         bo = np.lexsort((np.arange(M), self.t, self.seq, self.origin))
         self.by_origin = bo
@@ -311,21 +343,18 @@ class Prepared:
             self.pos[bo] = np.arange(M) - self.origin_off[self.origin[bo]] + 1
 
         # eligible pairs (deduplicated), then E
-        e_msg = np.repeat(np.arange(M, dtype=_I64), lengths)
-        e_node = nidx.get_indexer(flat_names).astype(_I64)[flat_codes] if len(flat_codes) else np.zeros(0, _I64)
         if len(e_msg):
             k = _uniq(e_msg * NN + e_node)
             e_msg, e_node = k // NN, k % NN
         self.elig_key = e_msg * NN + e_node  # sorted
-        self.eligible = elig
+        self.eligible = eligible
 
-        times = [self.t]
-        dt = pd.to_numeric(dels["t"]).to_numpy().astype(_I64) if len(dels) else np.zeros(0, _I64)
-        times.append(dt)
+        times = [self.t, d_t]
+        nidx = {n: i for i, n in enumerate(node_names)}
         self.down = {}
         for n, ivs in (h.down or {}).items():
-            self.down[nidx.get_loc(str(n))] = [(_I64(s) if s is not None else _I64(-_BIG),
-                                               None if e is None else _I64(e)) for s, e in ivs]
+            self.down[nidx[str(n)]] = [(_I64(s) if s is not None else _I64(-_BIG),
+                                        None if e is None else _I64(e)) for s, e in ivs]
         bounds = [x for ivs in self.down.values() for iv in ivs for x in iv if x is not None and x > -_BIG]
         if h.end_ns is not None:
             self.end_ns = int(h.end_ns)
@@ -350,9 +379,8 @@ class Prepared:
                 self.correct[n] = False
 
         # deliveries sorted by (node, t, row); phantoms have codes >= M
-        dnode = nidx.get_indexer(n_names).astype(_I64)[n_codes] if D else np.zeros(0, _I64)
-        srt = np.lexsort((np.arange(D), dt, dnode))
-        self.d_msg, self.d_node, self.d_t = dmsg[srt], dnode[srt], dt[srt]
+        srt = np.lexsort((np.arange(D), d_t, d_node))
+        self.d_msg, self.d_node, self.d_t = d_msg[srt], d_node[srt], d_t[srt]
         self.d_key = self.d_msg * NN + self.d_node
         first = ~pd.Series(self.d_key).duplicated().to_numpy() if D else np.zeros(0, bool)
         fmask = first & (self.d_msg < M)
@@ -441,7 +469,7 @@ class Prepared:
         unknown = 0
         if not self.present["deps"]:
             return out, 0
-        idx = pd.Index(self.msg_ids)
+        idx = pd.Index(np.asarray(self.msg_ids[:self.M] if self.M else [], dtype=object))
         for i, v in enumerate(self.sends["deps"]):
             if _is_null(v):
                 continue

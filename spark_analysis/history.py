@@ -125,3 +125,102 @@ def gossip_measures(history: Union[History, Prepared], manifest: dict, wire: dic
     else:
         out["convergence_s"] = None
     return out
+
+
+class _Lazy:
+    """A sequence computed per index on access (msg ids, eligible lists): only counterexamples
+    and dependency lookups read it, so millions of rows are not turned into strings up front."""
+
+    def __init__(self, n: int, item) -> None:
+        self.n, self.item = n, item
+        self._all = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        if isinstance(i, (int, np.integer)):
+            return self.item(int(i))
+        if self._all is None:
+            self._all = np.array([self.item(k) for k in range(self.n)] + [None], dtype=object)[:-1]
+        return self._all[i]
+
+
+def prepared_history(d, manifest: dict) -> Prepared:
+    """The checkers' Prepared history of one run straight from the analysis's integer codes
+    (metrics.RunData): the same history build_history makes from frames, without a string per row."""
+    from .metrics import _lookup
+
+    judged_codes = {int(t) for t in DATA_TYPES} | {int(t) for t in np.unique(d.d_type) if t >= 0}
+    keep = np.flatnonzero(np.isin(d.s_type, sorted(judged_codes))) if d.S else np.zeros(0, np.int64)
+    M = len(keep)
+    key = d.s_key[keep]
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    if M > 1 and (sk[1:] == sk[:-1]).any():
+        dup = sk[1:][sk[1:] == sk[:-1]][:5]
+        names = [_msg_name(d, int(keep[order][np.searchsorted(sk, k)])) for k in dup]
+        raise ValueError(f"sends has duplicate msg ids: {names}")
+    pos = _lookup(sk, d.d_key)
+    d_msg = np.where(pos >= 0, order[np.maximum(pos, 0)], -1) if len(pos) else np.zeros(0, np.int64)
+    # phantoms: deliveries of messages no judged send names, numbered after the sends
+    ph = d_msg < 0
+    phantom_ids: List[str] = []
+    if ph.any():
+        ph_rows = np.flatnonzero(ph)
+        labels = [_delivery_name(d, int(i)) for i in ph_rows]
+        codes, uniq = pd.factorize(pd.Series(labels, dtype=object))
+        d_msg[ph_rows] = M + codes
+        phantom_ids = [str(u) for u in uniq]
+
+    names = list(d.nodes.names)
+    known = set(names)
+    for n in down_intervals(manifest):
+        if n not in known:
+            names.append(n)
+            known.add(n)
+    e_sel = np.isin(d.e_send, keep) if len(d.e_send) else np.zeros(0, bool)
+    where = np.full(max(d.S, 1), -1, np.int64)
+    where[keep] = np.arange(M)
+    e_msg, e_node = where[d.e_send[e_sel]], d.e_node[e_sel]
+    e_start = np.searchsorted(d.e_send, keep) if len(d.e_send) else np.zeros(M, np.int64)
+    e_end = np.searchsorted(d.e_send, keep, side="right") if len(d.e_send) else np.zeros(M, np.int64)
+
+    frame = _optional_columns(d, keep)
+    nodes = sorted(manifest.get("node_ids", {}), key=lambda n: manifest["node_ids"][n])
+    ends = pd.DataFrame({"t": d.d_t})
+    h = History(sends=None, deliveries=None, nodes=nodes, down=down_intervals(manifest),
+                end_ns=end_of_run(manifest, ends))
+    return Prepared.from_codes(
+        h, sends=frame, node_names=names, n_vc=len(nodes), origin=d.s_origin[keep], seq=d.s_seq[keep],
+        t=d.s_t[keep], e_msg=e_msg, e_node=e_node, d_msg=d_msg, d_node=d.d_node, d_t=d.d_t,
+        msg_ids=_Lazy(M, lambda m: _msg_name(d, int(keep[m]))), phantom_ids=np.array(phantom_ids, dtype=object),
+        eligible=_Lazy(M, lambda m: tuple(names[c] for c in d.e_node[e_start[m]:e_end[m]])))
+
+
+def _msg_name(d, s: int) -> str:
+    return f"{d.nodes.names[d.s_origin[s]]}:{int(d.s_seq[s])}:{d.type_label(d.s_type[s])}"
+
+
+def _delivery_name(d, i: int) -> str:
+    origin = d.node_label(d.d_origin[i])
+    seq = int(d.d_seq[i]) if d.d_seq_valid[i] else None
+    return f"{origin}:{seq}:{d.type_label(d.d_type[i]) if d.d_type[i] >= 0 else None}"
+
+
+def _optional_columns(d, keep: np.ndarray) -> pd.DataFrame:
+    """order, priority, sequencer, vc and deps of the judged sends, where any send has them."""
+    out = pd.DataFrame(index=pd.RangeIndex(len(keep)))
+    extra = d.s_extra
+    for col in ("order", "priority"):
+        if col in extra.column_names and extra.column(col).null_count < len(extra):
+            out[col] = extra.column(col).to_pandas().iloc[keep].reset_index(drop=True).astype("Int64")
+    if "sequencer" in extra.column_names and extra.column("sequencer").null_count < len(extra):
+        out["sequencer"] = extra.column("sequencer").to_pandas().iloc[keep].reset_index(drop=True)
+    for col in ("vc", "deps"):
+        if col in extra.column_names and extra.column(col).null_count < len(extra):
+            out[col] = [_json_tuple(v) for v in extra.column(col).to_pandas().iloc[keep]]
+    if "deps" in out:  # deps name messages as origin:seq; the history's ids carry the type too
+        types = {f"{d.nodes.names[d.s_origin[s]]}:{int(d.s_seq[s])}": _msg_name(d, int(s)) for s in keep}
+        out["deps"] = [tuple(types.get(x, x) for x in v) if v else None for v in out["deps"]]
+    return out

@@ -17,6 +17,8 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
+from agents.wire import MessageType
+
 from .inputs import (KIND_FILE, AnalysisError, RunInfo, local_path, normalise, read_events, read_manifest, read_packets,
                      read_reduced)
 
@@ -113,7 +115,6 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[st
     prog.stage("metrics")
     from .metrics import RunMetrics
     m = RunMetrics(spark, raw, events, runs)
-    m.pairs = m.pairs.persist(StorageLevel.MEMORY_AND_DISK)  # collected, then written as a table
     c = m.collect()
 
     coloured = (events.filter(F.col("state") == "coloured").select("run", "node", "colour", "round", "t")
@@ -121,15 +122,14 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[st
 
     prog.stage("checks")
     from .abc import abc_measures
-    from .checkers import check_all, prepare
-    from .history import build_history, gossip_measures
+    from .checkers import check_all
+    from .history import gossip_measures, prepared_history
     checks: Dict[str, list] = {}
     gossip: Dict[str, dict] = {}
     for r in runs:
-        history = build_history(r.manifest, c.run(c.sends, r.run_id), c.run(c.deliveries, r.run_id))
-        declared = any(col in history.sends for col in ("vc", "deps"))
-        derive = causal == "derive" or (causal == "auto" and (declared or len(history.deliveries) <= CAUSAL_AUTO_LIMIT))
-        prepared = prepare(history)  # encoded once for the checks and the gossip measures
+        prepared = prepared_history(c.data[r.run_id], r.manifest)  # the checks' and the gossip measures'
+        declared = any(col in prepared.sends.columns for col in ("vc", "deps"))
+        derive = causal == "derive" or (causal == "auto" and (declared or prepared.D <= CAUSAL_AUTO_LIMIT))
         checks[r.run_id] = check_all(prepared, causal=derive)
         gossip[r.run_id] = gossip_measures(prepared, r.manifest, c.gossip_wire(r.run_id))
 
@@ -156,7 +156,7 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[st
             "overhead": c.overhead(rid),
             "application": c.application_level(rid),
             "gossip": gossip.get(rid, {}),
-            "abc": abc_measures(c.run(c.sends, rid), c.run(c.deliveries, rid), r.manifest,
+            "abc": abc_measures(*c.data[rid].frames({int(MessageType.ABC_DATA)}), r.manifest,
                                 coloured[coloured["run"] == rid]),
             "checks": checks.get(rid, []),
             "per_node": c.per_node(rid),
@@ -168,10 +168,10 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[st
             res["comparison"] = comparison
 
     prog.stage("writing tables")
-    for name, table in (("packets", packets), ("receptions", m.pairs)):
-        for r in runs:
-            (table.filter(F.col("run") == r.run_id).coalesce(max(1, spark.sparkContext.defaultParallelism))
-             .write.mode("overwrite").parquet(f"{partial[r.run_id]}/{name}.parquet"))
+    for r in runs:
+        (packets.filter(F.col("run") == r.run_id).coalesce(max(1, spark.sparkContext.defaultParallelism))
+         .write.mode("overwrite").parquet(f"{partial[r.run_id]}/packets.parquet"))
+        _write_table(spark, c.data[r.run_id].pairs_table(), f"{partial[r.run_id]}/receptions.parquet")
 
     prog.stage("report")
     from .report import write_report
@@ -184,7 +184,6 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[st
             _upload(spark, tmp, partial[rid])
         _replace(spark, partial[rid], _report_uri(r))
     raw.unpersist()
-    m.pairs.unpersist()
     prog.done()
     return results
 
@@ -256,6 +255,18 @@ def _remove(spark, uri: str) -> None:
         return
     fs, path = _fs(spark, uri)
     fs.delete(path, True)
+
+
+def _write_table(spark, table, uri: str) -> None:
+    """An Arrow table computed in the driver as a Parquet table (a directory, as Spark writes)."""
+    local = local_path(uri)
+    if local is not None:
+        import pyarrow.parquet as pq
+        shutil.rmtree(local, ignore_errors=True)
+        os.makedirs(local)
+        pq.write_table(table, os.path.join(local, "part-00000.parquet"))
+        return
+    spark.createDataFrame(table.to_pandas()).write.mode("overwrite").parquet(uri)
 
 
 def _upload(spark, local_dir: str, uri: str) -> None:

@@ -53,14 +53,6 @@ def type_name(code) -> str:
         return f"TYPE_{code}"
 
 
-def _type_map():
-    from pyspark.sql import functions as F
-    items = []
-    for t in MessageType:
-        items += [F.lit(t.name), F.lit(int(t))]
-    return F.create_map(*items)
-
-
 def intended_receivers(sends, peers):
     """Add `intended` (array of node names) to the send events: eligible, else to, else the segment."""
     from pyspark.sql import functions as F
@@ -84,147 +76,391 @@ class RunMetrics:
         from pyspark.sql import types as T
 
         self.runs = runs
-        node_rows, peer_rows, t0_rows = [], [], []
+        peer_rows, t0_rows = [], []
         for r in runs:
             peers = r.segment_peers()
-            for node, nid in r.node_ids.items():
-                node_rows.append((r.run_id, node, int(nid)))
+            for node in r.node_ids:
                 peer_rows.append((r.run_id, node, peers.get(node, [])))
             t0_rows.append((r.run_id, int(r.manifest.get("t0_ns") or r.manifest.get("started_ns") or 0)))
-        self.nodes = spark.createDataFrame(node_rows, "run string, node string, node_id int")
         peers_df = spark.createDataFrame(peer_rows, T.StructType([
             T.StructField("run", T.StringType()), T.StructField("node", T.StringType()),
             T.StructField("peers", T.ArrayType(T.StringType()))]))
-        type_map = _type_map()
-
         # application sends (the origin's own, not relays) with their intended receivers
-        sends = (events.filter((F.col("event") == "send") & (F.col("origin") == F.col("node"))
-                               & (F.coalesce(F.col("hops"), F.lit(0)) == 0))
-                 .withColumn("type_id", type_map[F.col("type")]))
-        sends = intended_receivers(sends, peers_df)
-        ids = self.nodes.select("run", F.col("node").alias("origin"), F.col("node_id").alias("origin_id"))
-        self.sends = sends.join(F.broadcast(ids), on=["run", "origin"], how="left")
+        sends = events.filter((F.col("event") == "send") & (F.col("origin") == F.col("node"))
+                              & (F.coalesce(F.col("hops"), F.lit(0)) == 0))
+        self.sends = intended_receivers(sends, peers_df)
         self.deliveries = events.filter(F.col("event") == "deliver")
 
         from .inputs import KIND_COUNTS, KIND_RECEPTION, KIND_SEND
         kind = F.col("kind")
         sent = reduced.filter(kind == KIND_SEND)
-        wire_send = (sent.filter(F.col("t").isNotNull()).groupBy("run", "origin", "seq", "type")
-                     .agg(F.min("t").alias("wire_t"))
-                     .withColumnRenamed("origin", "origin_id").withColumnRenamed("type", "type_id"))
+        self.wire = sent.select("run", "origin", "seq", "type", "t", "tx")
         self.receptions = (reduced.filter(kind == KIND_RECEPTION)
-                           .select("run", F.col("node").alias("receiver"), F.col("origin").alias("origin_id"), "seq",
-                                   F.col("type").alias("type_id"), F.col("t").alias("recv_t"), "frags", "copies",
-                                   "frag_count"))
-        msgs = (self.sends.select("run", "origin", "origin_id", "seq", "type_id", "t", "intended")
-                .join(wire_send, on=["run", "origin_id", "seq", "type_id"], how="left")
-                .withColumn("send_t", F.coalesce("wire_t", "t")))
-        self.pairs = (msgs.select("run", "origin", "origin_id", "seq", "type_id", "send_t",
-                                  F.explode("intended").alias("receiver"))
-                      .join(self.receptions, on=["run", "receiver", "origin_id", "seq", "type_id"], how="left")
-                      .withColumn("recv_t", F.when(F.col("frags") >= F.col("frag_count"), F.col("recv_t"))))
+                           .select("run", "node", "origin", "seq", "type", "t", "frags", "copies", "frag_count"))
         self.packet_counts = (reduced.filter(kind == KIND_COUNTS)
                               .groupBy("run", "node", "type", "direction", "second")
                               .agg(*[F.sum(c).alias(c) for c in ("packets", "bytes", "header_bytes",
                                                                   "retransmissions", "relayed")]))
-        self.duplicates = (self.receptions.groupBy("run", "type_id")
-                           .agg(F.count(F.lit(1)).alias("receptions"),
-                                F.sum(F.col("copies") - F.col("frags")).alias("duplicates")))
-        self.transmissions = (sent.filter(F.col("tx") > 0).groupBy("run", "origin", "seq", "type")
-                              .agg(F.sum("tx").alias("tx")))
         self.t0 = {r.run_id: t for r, (_, t) in zip(runs, t0_rows)}
 
     def collect(self) -> "Collected":
-        """Run the Spark actions; every later measure works on what they return."""
+        """Run the Spark actions (Arrow all the way: no Python object per row); every later
+        measure works on what they return, in integer codes."""
         return Collected(
-            pairs=self.pairs.select("run", "type_id", "origin", "seq", "receiver", "send_t", "recv_t").toPandas(),
-            packets=self.packet_counts.toPandas(),
-            duplicates=self.duplicates.toPandas(),
-            sends=self.sends.select("run", "origin", "seq", "type", "type_id", "t", "intended", "message_id", "order",
-                                    "sequencer", "priority", "vc", "deps", "receivers", "wanted_ns").toPandas(),
+            runs=self.runs,
+            sends=self.sends.select("run", "origin", "seq", "type", "t", "intended", "message_id", "order",
+                                    "sequencer", "priority", "vc", "deps", "receivers", "wanted_ns").toArrow(),
             deliveries=self.deliveries.select("run", "node", "origin", "seq", "type", "t", "produced_ns",
-                                              "hops", "accepted").toPandas(),
-            transmissions=self.transmissions.toPandas(),
-            nodes={r.run_id: r.node_ids for r in self.runs},
+                                              "hops", "accepted").toArrow(),
+            receptions=self.receptions.toArrow(),
+            wire=self.wire.toArrow(),
+            packets=self.packet_counts.toPandas(),
             t0=self.t0)
 
 
-class Collected:
-    """What the Spark actions returned (pandas frames), and the measures computed from it."""
+# -- integer codes ---------------------------------------------------------------------------------
 
-    def __init__(self, pairs, packets, duplicates, sends, deliveries, transmissions, nodes, t0) -> None:
-        self.pairs = pairs
-        self.packets = packets
-        self.duplicates = duplicates
-        self.sends = sends
-        self.deliveries = deliveries
-        self.transmissions = transmissions
-        self.nodes = nodes
+_SEQ_BITS, _TYPE_BITS = 31, 12
+#: type codes of names that are not MessageType names (never equal to a wire type)
+_FOREIGN_TYPE = 1 << 11
+
+
+def _np(col, fill=0, dtype=np.int64) -> np.ndarray:
+    """A numeric Arrow column as numpy (nulls as `fill`)."""
+    import pyarrow.compute as pc
+    if col.null_count:
+        col = pc.fill_null(col, fill)
+    return np.asarray(col.to_numpy(), dtype=dtype)
+
+
+def _valid(col) -> np.ndarray:
+    if not col.null_count:
+        return np.ones(len(col), bool)
+    return np.asarray(col.is_valid().to_numpy(zero_copy_only=False), bool)
+
+
+class Names:
+    """A code table of names (nodes or message types); new names get the next codes."""
+
+    def __init__(self, names=(), codes=None) -> None:
+        self.names: List[str] = []
+        self.code: Dict[str, int] = {}
+        for i, n in enumerate(names):
+            self.add(n, None if codes is None else codes[i])
+
+    def add(self, name: str, code: Optional[int] = None) -> int:
+        if name not in self.code:
+            self.code[name] = len(self.names) if code is None else code
+            self.names.append(name)
+        return self.code[name]
+
+    def encode(self, col) -> np.ndarray:
+        """Codes of a string Arrow column (-1 for null), one dictionary lookup per distinct name."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks() if col.num_chunks else pa.array([], pa.string())
+        enc = pc.dictionary_encode(col)
+        lut = np.array([self.add(n) for n in enc.dictionary.to_pylist()] + [-1], np.int64)
+        idx = _np(enc.indices, fill=len(lut) - 1)
+        return lut[idx]
+
+
+def _type_codes(col, extra: Dict[int, str]) -> np.ndarray:
+    """Type names -> MessageType values; other names -> codes from _FOREIGN_TYPE up (named in extra)."""
+    known = {t.name: int(t) for t in MessageType}
+    names = Names()
+    codes = names.encode(col)
+    lut = np.empty(len(names.names) + 1, np.int64)
+    for i, n in enumerate(names.names):
+        if n in known:
+            lut[i] = known[n]
+        else:
+            code = next((c for c, name in extra.items() if name == n), None)
+            if code is None:
+                code = _FOREIGN_TYPE + len(extra)
+                extra[code] = n
+            lut[i] = code
+    lut[-1] = -1
+    return lut[codes]
+
+
+def _message_keys(origin: np.ndarray, typ: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """One int64 per (origin, type, seq); keys of rows that do not fit are made unique negatives
+    (such a message matches nothing, which only a corrupt log produces)."""
+    fits = (seq >= 0) & (seq < (1 << _SEQ_BITS)) & (typ >= 0) & (typ < (1 << _TYPE_BITS)) & (origin >= 0) & (
+        origin < (1 << 20))
+    key = (origin.astype(np.int64) << (_SEQ_BITS + _TYPE_BITS)) | (typ.astype(np.int64) << _SEQ_BITS) | seq.astype(
+        np.int64)
+    if not fits.all():
+        key = np.where(fits, key, -1 - np.arange(len(key), dtype=np.int64))
+    return key
+
+
+def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Index of each key in sorted_keys (unique), -1 when absent."""
+    if not len(sorted_keys):
+        return np.full(len(keys), -1, np.int64)
+    i = np.searchsorted(sorted_keys, keys)
+    i[i == len(sorted_keys)] = 0
+    return np.where(sorted_keys[i] == keys, i, -1)
+
+
+def _group_stats(gid: np.ndarray, n_groups: int, values: np.ndarray, valid: np.ndarray):
+    """Per group: count, sum of valid values, count of valid, max of valid (nan when none)."""
+    cnt = np.bincount(gid, minlength=n_groups)
+    nv = np.bincount(gid[valid], minlength=n_groups)
+    total = np.bincount(gid[valid], weights=values[valid].astype(np.float64), minlength=n_groups)
+    mx = np.full(n_groups, -np.inf)
+    np.maximum.at(mx, gid[valid], values[valid].astype(np.float64)) if valid.any() else None
+    mx[nv == 0] = np.nan
+    return cnt, total, nv, mx
+
+
+class RunData:
+    """One run's collected rows in integer codes.
+
+    Nodes: codes index `nodes.names` (the manifest's nodes by id first). Messages: the distinct
+    (origin, type, seq) of the application sends are numbered 0..U-1 (`s_msg` per send)."""
+
+    def __init__(self, run, sends, deliveries, receptions, wire, packets, t0: int) -> None:
+        import pyarrow as pa
+
+        self.run_id = run.run_id
         self.t0 = t0
-        self.pairs["reached"] = self.pairs["recv_t"].notna()
-        self.pairs["latency"] = self.pairs["recv_t"] - self.pairs["send_t"]
+        ids = run.node_ids
+        self.nodes = Names(sorted(ids, key=lambda n: ids[n]))
+        by_wire_id = {int(v): self.nodes.code[k] for k, v in ids.items()}
+        self.extra_types: Dict[int, str] = {}
 
-    def run(self, frame, run_id):
-        if len(self.nodes) == 1 and run_id in self.nodes:  # one run: no copy of millions of rows
-            return frame
-        return frame[frame["run"] == run_id]
+        def wire_origin(col) -> np.ndarray:
+            raw = _np(col, fill=-1)
+            uniq, inv = np.unique(raw, return_inverse=True)
+            lut = np.array([by_wire_id[int(u)] if int(u) in by_wire_id else self.nodes.add(f"#{int(u)}")
+                            for u in uniq], np.int64)
+            return lut[inv] if len(raw) else np.zeros(0, np.int64)
+
+        # application sends
+        self.s_origin = self.nodes.encode(sends.column("origin"))
+        self.s_type = _type_codes(sends.column("type"), self.extra_types)
+        self.s_seq = _np(sends.column("seq"))
+        self.s_t = _np(sends.column("t"))
+        self.s_key = _message_keys(self.s_origin, self.s_type, self.s_seq)
+        self.m_key, self.s_msg = np.unique(self.s_key, return_inverse=True)
+        self.S = len(self.s_key)
+        # intended receivers: one (send, node) pair per entry of each send's list
+        intended = sends.column("intended")
+        intended = intended.combine_chunks() if isinstance(intended, pa.ChunkedArray) and intended.num_chunks \
+            else (pa.array([], pa.list_(pa.string())) if isinstance(intended, pa.ChunkedArray) else intended)
+        import pyarrow.compute as pc
+        self.e_send = _np(pc.list_parent_indices(intended)) if len(intended) else np.zeros(0, np.int64)
+        self.e_node = self.nodes.encode(pc.list_flatten(intended)) if len(intended) else np.zeros(0, np.int64)
+        named = self.e_node >= 0
+        self.e_send, self.e_node = self.e_send[named], self.e_node[named]
+        self.s_extra = sends.drop_columns(["run", "origin", "seq", "type", "t", "intended"])
+
+        # deliveries
+        self.d_node = self.nodes.encode(deliveries.column("node"))
+        self.d_origin = self.nodes.encode(deliveries.column("origin"))
+        self.d_type = _type_codes(deliveries.column("type"), self.extra_types)
+        self.d_seq = _np(deliveries.column("seq"))
+        self.d_seq_valid = _valid(deliveries.column("seq"))
+        self.d_t = _np(deliveries.column("t"))
+        self.d_key = _message_keys(self.d_origin, self.d_type, np.where(self.d_seq_valid, self.d_seq, -1))
+        self.d_msg = _lookup(self.m_key, self.d_key)
+        # every delivered message (sent or not) numbered, for distinct (message, node) counts
+        self.dm_key, self.d_any = np.unique(self.d_key, return_inverse=True)
+        self.d_produced = _np(deliveries.column("produced_ns"))
+        self.d_produced_valid = _valid(deliveries.column("produced_ns"))
+        self.d_hops = _np(deliveries.column("hops"))
+        self.d_hops_valid = _valid(deliveries.column("hops"))
+        self.d_accepted = deliveries.column("accepted")
+
+        # receptions at each capture, and the wire's own transmissions
+        self.r_node = self.nodes.encode(receptions.column("node"))
+        self.r_type = _np(receptions.column("type"))
+        self.r_msg = _lookup(self.m_key, _message_keys(wire_origin(receptions.column("origin")), self.r_type,
+                                                         _np(receptions.column("seq"))))
+        self.r_t = _np(receptions.column("t"))
+        self.r_complete = _np(receptions.column("frags")) >= _np(receptions.column("frag_count"))
+        self.r_dups = _np(receptions.column("copies")) - _np(receptions.column("frags"))
+        w_origin = wire_origin(wire.column("origin"))
+        w_type = _np(wire.column("type"))
+        self.w_key = _message_keys(w_origin, w_type, _np(wire.column("seq")))
+        self.w_t = _np(wire.column("t"))
+        self.w_t_valid = _valid(wire.column("t"))
+        self.w_tx = _np(wire.column("tx"))
+        self.packets = packets
+
+        # wire send time per message: the first own transmission any capture shows, else the log's
+        U = len(self.m_key)
+        w_msg = _lookup(self.m_key, self.w_key)
+        first = np.full(U, np.iinfo(np.int64).max)
+        ok = self.w_t_valid & (w_msg >= 0)
+        np.minimum.at(first, w_msg[ok], self.w_t[ok])
+        has = first != np.iinfo(np.int64).max
+        self.send_t = np.where(has[self.s_msg], first[self.s_msg], self.s_t) if self.S else np.zeros(0, np.int64)
+
+        # pairs: (send, intended receiver) -> the first complete copy at that receiver
+        NN = len(self.nodes.names) + 1
+        self.NN = NN
+        r_ok = self.r_msg >= 0
+        r_pair = self.r_msg[r_ok] * NN + self.r_node[r_ok]
+        order = np.argsort(r_pair, kind="stable")
+        r_pair = r_pair[order]
+        keep = np.ones(len(r_pair), bool)
+        keep[1:] = r_pair[1:] != r_pair[:-1]
+        r_pair = r_pair[keep]
+        r_t = self.r_t[r_ok][order][keep]
+        r_complete = self.r_complete[r_ok][order][keep]
+        hit = _lookup(r_pair, self.s_msg[self.e_send] * NN + self.e_node) if len(self.e_send) else np.zeros(0, int)
+        self.p_send = self.e_send
+        self.p_node = self.e_node
+        self.p_reached = hit >= 0
+        self.p_reached[self.p_reached] = r_complete[hit[self.p_reached]]
+        self.p_recv_t = np.where(self.p_reached, r_t[np.maximum(hit, 0)], 0) if len(hit) else np.zeros(0, np.int64)
+        self.p_latency = (self.p_recv_t - self.send_t[self.p_send]) if len(hit) else np.zeros(0, np.int64)
+        self.p_type = self.s_type[self.p_send] if len(hit) else np.zeros(0, np.int64)
+        self.p_msg = self.s_msg[self.p_send] if len(hit) else np.zeros(0, np.int64)
+
+    # -- names ---------------------------------------------------------------------------------
+
+    def type_label(self, code: int) -> str:
+        return self.extra_types.get(int(code)) or type_name(code)
+
+    def node_label(self, code: int) -> Optional[str]:
+        return self.nodes.names[int(code)] if 0 <= code < len(self.nodes.names) else None
+
+    def frames(self, types=None):
+        """(sends, deliveries) as pandas frames with names, of the given type codes (all when
+        None): for measures written on frames (the AbC section), on the few rows they need."""
+        import pandas as pd
+        names = np.array(self.nodes.names + [None], dtype=object)
+        ss = np.ones(self.S, bool) if types is None else np.isin(self.s_type, list(types))
+        ds = np.ones(len(self.d_t), bool) if types is None else np.isin(self.d_type, list(types))
+        si, di = np.flatnonzero(ss), np.flatnonzero(ds)
+        label = np.vectorize(lambda c: self.type_label(c) if c >= 0 else None, otypes=[object])
+        sends = self.s_extra.take(si).to_pandas()
+        sends.insert(0, "origin", names[self.s_origin[si]])
+        sends.insert(1, "seq", self.s_seq[si])
+        sends.insert(2, "type", label(self.s_type[si]) if len(si) else np.zeros(0, object))
+        sends.insert(3, "t", self.s_t[si])
+        starts = np.searchsorted(self.e_send, si)
+        ends = np.searchsorted(self.e_send, si, side="right")
+        sends["intended"] = [list(names[self.e_node[a:b]]) for a, b in zip(starts, ends)]
+        deliveries = pd.DataFrame({
+            "node": names[self.d_node[di]], "origin": names[self.d_origin[di]],
+            "seq": pd.array(np.where(self.d_seq_valid[di], self.d_seq[di], 0), "Int64"),
+            "type": label(self.d_type[di]) if len(di) else np.zeros(0, object), "t": self.d_t[di],
+            "accepted": self.d_accepted.take(di).to_pandas() if len(di) else pd.Series([], dtype=object)})
+        deliveries.loc[~self.d_seq_valid[di], "seq"] = pd.NA
+        return sends, deliveries
+
+    def pairs_table(self):
+        """The receptions table: one row per (message, intended receiver)."""
+        import pyarrow as pa
+        names = np.array(self.nodes.names, dtype=object)
+        recv = self.p_recv_t
+        return pa.table({
+            "run": pa.array([self.run_id] * len(self.p_send), pa.string()),
+            "origin": pa.array(names[self.s_origin[self.p_send]], pa.string()),
+            "seq": pa.array(self.s_seq[self.p_send], pa.int64()),
+            "type_id": pa.array(np.where(self.p_type < _FOREIGN_TYPE, self.p_type, 0), pa.int16(),
+                                mask=self.p_type >= _FOREIGN_TYPE),
+            "receiver": pa.array(names[self.p_node], pa.string()),
+            "send_t": pa.array(self.send_t[self.p_send], pa.int64()),
+            "recv_t": pa.array(recv, pa.int64(), mask=~self.p_reached),
+        })
+
+
+class Collected:
+    """What the Spark actions returned, per run in integer codes, and the measures computed from it."""
+
+    def __init__(self, runs, sends, deliveries, receptions, wire, packets, t0) -> None:
+        import pyarrow.compute as pc
+
+        self.nodes = {r.run_id: r.node_ids for r in runs}
+        self.t0 = t0
+        self.data: Dict[str, RunData] = {}
+
+        def part(table, rid):
+            if len(runs) == 1:
+                return table
+            return table.filter(pc.equal(table.column("run"), rid))
+
+        for r in runs:
+            pk = packets[packets["run"] == r.run_id] if len(runs) > 1 else packets
+            self.data[r.run_id] = RunData(r, part(sends, r.run_id), part(deliveries, r.run_id),
+                                          part(receptions, r.run_id), part(wire, r.run_id), pk, t0[r.run_id])
 
     # -- message level (pcaps) -----------------------------------------------------------------
 
     def message_level(self, run_id: str) -> Dict[str, dict]:
-        pairs = self.run(self.pairs, run_id)
-        sends = self.run(self.sends, run_id)
+        d = self.data[run_id]
         out: Dict[str, dict] = {}
-        groups = [("all", pairs, sends)] + [
-            (type_name(t), pairs[pairs["type_id"] == t], sends[sends["type_id"] == t])
-            for t in sorted(set(sends["type_id"].dropna().astype(int)))]
-        for name, pr, sd in groups:
-            per_msg = pr.groupby(["origin", "seq", "type_id"], sort=False).agg(
-                intended=("reached", "size"), reached=("reached", "sum"), worst=("latency", "max"))
-            complete = per_msg[per_msg["reached"] == per_msg["intended"]]
-            intended, reached = int(len(pr)), int(pr["reached"].sum())
+        types = sorted(set(int(t) for t in np.unique(d.s_type) if 0 <= t < _FOREIGN_TYPE))
+        groups = [("all", None)] + [(type_name(t), t) for t in types]
+        lat = d.p_latency
+        for name, t in groups:
+            psel = np.ones(len(d.p_send), bool) if t is None else d.p_type == t
+            ssel = np.ones(d.S, bool) if t is None else d.s_type == t
+            # per message (known type only, as a null type never groups)
+            msel = psel & (d.p_type >= 0) & (d.p_type < _FOREIGN_TYPE)
+            gid = d.p_msg[msel]
+            U = len(d.m_key)
+            cnt, _, nreached, worst = _group_stats(gid, U, lat[msel], d.p_reached[msel])
+            has = cnt > 0
+            complete = has & (nreached == cnt)
+            intended, reached = int(psel.sum()), int(d.p_reached[psel].sum())
             out[name] = {
-                "sent": int(len(sd)),
+                "sent": int(ssel.sum()),
                 "intended_receivers": intended,
                 "received": reached,
                 "delivery_ratio": reached / intended if intended else None,
-                "complete_messages": int(len(complete)),
-                "messages_without_receivers": int(len(sd) - len(per_msg)),
-                "first_copy_latency": stats_ms(pr["latency"].dropna().to_numpy()),
-                "delivery_time_to_all": stats_ms(complete["worst"].dropna().to_numpy()),
+                "complete_messages": int(complete.sum()),
+                "messages_without_receivers": int(ssel.sum() - has.sum()),
+                "first_copy_latency": stats_ms(lat[psel & d.p_reached]),
+                "delivery_time_to_all": stats_ms(worst[complete]),
             }
-        for r in self.run(self.duplicates, run_id).itertuples():
-            entry = out.setdefault(type_name(r.type_id), {})
-            entry["receptions"] = int(r.receptions)
-            entry["duplicates_received"] = int(r.duplicates or 0)
+        r_type = d.r_type
+        for t in np.unique(r_type):
+            sel = r_type == t
+            n, dups = int(sel.sum()), int(d.r_dups[sel].sum())
+            entry = out.setdefault(type_name(int(t)), {})
+            entry["receptions"] = n
+            entry["duplicates_received"] = dups
             allrow = out.setdefault("all", {})
-            allrow["receptions"] = allrow.get("receptions", 0) + int(r.receptions)
-            allrow["duplicates_received"] = allrow.get("duplicates_received", 0) + int(r.duplicates or 0)
-        out.setdefault("all", {})["message_time_gap"] = self.time_gap(pairs)
+            allrow["receptions"] = allrow.get("receptions", 0) + n
+            allrow["duplicates_received"] = allrow.get("duplicates_received", 0) + dups
+        out.setdefault("all", {})["message_time_gap"] = self.time_gap(d)
         return out
 
     @staticmethod
-    def time_gap(pairs) -> dict:
+    def time_gap(d: RunData) -> dict:
         """The AbC paper's message time gap: between consecutive data messages reaching a receiver,
         averaged per receiver, then over receivers."""
-        data = pairs[pairs["reached"] & pairs["type_id"].isin([int(t) for t in DATA_TYPES])]
-        if not len(data):
+        sel = d.p_reached & np.isin(d.p_type, [int(t) for t in DATA_TYPES])
+        if not sel.any():
             return {"mean_ms": None, "std_ms": None, "receivers": 0}
-        d = data[["receiver", "recv_t"]].sort_values(["receiver", "recv_t"])
-        gap = d["recv_t"].diff()
-        gap[d["receiver"].ne(d["receiver"].shift())] = np.nan
-        per = gap.groupby(d["receiver"]).mean().dropna() / 1e6
+        node, t = d.p_node[sel], d.p_recv_t[sel]
+        order = np.lexsort((t, node))
+        node, t = node[order], t[order]
+        same = node[1:] == node[:-1]
+        gaps = np.diff(t)[same].astype(np.float64)
+        gnode = node[1:][same]
+        uniq, inv = np.unique(gnode, return_inverse=True)
+        per = np.bincount(inv, weights=gaps) / np.bincount(inv) / 1e6 if len(uniq) else np.zeros(0)
         return {"mean_ms": float(per.mean()) if len(per) else None,
-                "std_ms": float(per.std()) if len(per) > 1 else None,
+                "std_ms": float(per.std(ddof=1)) if len(per) > 1 else None,
                 "min_receiver_ms": float(per.min()) if len(per) else None,
                 "max_receiver_ms": float(per.max()) if len(per) else None,
                 "receivers": int(len(per))}
 
     def overhead(self, run_id: str) -> dict:
-        pk = self.run(self.packets, run_id)
+        d = self.data[run_id]
+        pk = d.packets
         sent = pk[pk["direction"] == DIR_OUT]
-        pairs = self.run(self.pairs, run_id)
-        delivered = int((pairs["reached"] & pairs["type_id"].isin([int(t) for t in DATA_TYPES])).sum())
+        delivered = int((d.p_reached & np.isin(d.p_type, [int(t) for t in DATA_TYPES])).sum())
         fields = ["packets", "bytes", "header_bytes", "retransmissions", "relayed"]
         per_type = sent.groupby("type")[fields].sum()
         by_type = {type_name(t): {f: int(v) for f, v in row.items()} for t, row in per_type.iterrows()}
@@ -244,103 +480,152 @@ class Collected:
     # -- application level (logs) ---------------------------------------------------------------
 
     def application_level(self, run_id: str) -> Dict[str, dict]:
-        s = self.run(self.sends, run_id)[["origin", "seq", "type", "t"]].rename(columns={"t": "send_t"})
-        d = self.run(self.deliveries, run_id).merge(s, on=["origin", "seq", "type"], how="left")
-        d["latency"] = d["t"] - d["send_t"]
-        produced = d["produced_ns"].where(d["produced_ns"].notna(), d["send_t"])
-        d["age"] = d["t"] - produced
+        d = self.data[run_id]
+        # the send of each delivered message (its first send event when a key repeats)
+        first_send = np.full(len(d.m_key), -1, np.int64)
+        if d.S:
+            order = np.argsort(d.s_msg, kind="stable")
+            starts = np.ones(d.S, bool)
+            starts[1:] = d.s_msg[order][1:] != d.s_msg[order][:-1]
+            first_send[d.s_msg[order][starts]] = order[starts]
+        sidx = np.where(d.d_msg >= 0, first_send[np.maximum(d.d_msg, 0)], -1) if len(d.d_msg) else np.zeros(0, int)
+        has_send = sidx >= 0
+        send_t = np.where(has_send, d.s_t[np.maximum(sidx, 0)], 0) if len(sidx) else np.zeros(0, np.int64)
+        latency = d.d_t - send_t
+        produced_ok = d.d_produced_valid | has_send
+        produced = np.where(d.d_produced_valid, d.d_produced, send_t)
+        age = d.d_t - produced
+        distinct_key = np.where(d.d_key >= 0, d.d_any * np.int64(d.NN) + d.d_node, -1) if len(d.d_key) \
+            else np.zeros(0, np.int64)
         out: Dict[str, dict] = {}
-        sends = self.run(self.sends, run_id)
-        groups = [("all", d, sends)] + [(t, d[d["type"] == t], sends[sends["type"] == t])
-                                        for t in sorted(set(sends["type"]) | set(d["type"].dropna()))]
-        for name, dd, sd in groups:
-            last_hops = dd["hops"].dropna()
+        names = sorted({d.type_label(t) for t in np.unique(d.s_type) if t >= 0}
+                       | {d.type_label(t) for t in np.unique(d.d_type) if t >= 0})
+        label_code = {d.type_label(t): int(t) for t in set(np.unique(d.s_type)) | set(np.unique(d.d_type)) if t >= 0}
+        for name in ["all"] + names:
+            if name == "all":
+                dsel, ssel = np.ones(len(d.d_t), bool), np.ones(d.S, bool)
+            else:
+                code = label_code[name]
+                dsel, ssel = d.d_type == code, d.s_type == code
+            hops = d.d_hops[dsel & d.d_hops_valid]
+            dk = distinct_key[dsel]
+            # a delivery whose seq is null or too large for a key counts as distinct on its own
             out[name] = {
-                "sent": int(len(sd)),
-                "delivered": int(len(dd)),
-                "distinct_deliveries": int(len(dd.drop_duplicates(["node", "origin", "seq", "type"]))),
-                "deliveries_without_send": int(dd["send_t"].isna().sum()),
-                "delivery_latency": stats_ms(dd["latency"].dropna().to_numpy()),
-                "knowledge_age": stats_ms(dd["age"].dropna().to_numpy()),
-                "hops": ({"mean": float(last_hops.mean()), "max": int(last_hops.max())} if len(last_hops) else None),
+                "sent": int(ssel.sum()),
+                "delivered": int(dsel.sum()),
+                "distinct_deliveries": int(len(np.unique(dk[dk >= 0])) + (dk < 0).sum()),
+                "deliveries_without_send": int((dsel & ~has_send).sum()),
+                "delivery_latency": stats_ms(latency[dsel & has_send]),
+                "knowledge_age": stats_ms(age[dsel & produced_ok]),
+                "hops": ({"mean": float(hops.mean()), "max": int(hops.max())} if len(hops) else None),
             }
-        self._app = d
         return out
 
     # -- series and per node --------------------------------------------------------------------
 
     def series(self, run_id: str) -> List[dict]:
+        d = self.data[run_id]
         t0 = self.t0[run_id]
-        pairs = self.run(self.pairs, run_id)
-        sec = ((pairs["send_t"] - t0) // 1_000_000_000).astype("int64")
-        by = pairs.groupby(sec).agg(intended=("reached", "size"), reached=("reached", "sum"),
-                                    latency_mean=("latency", "mean"),
-                                    latency_p95=("latency", lambda x: x.quantile(0.95)))
-        sends = self.run(self.sends, run_id)
-        sent = sends.groupby((sends["t"] - t0) // 1_000_000_000).size()
-        dl = self.run(self.deliveries, run_id)
-        delivered = dl.groupby((dl["t"] - t0) // 1_000_000_000).size()
-        pk = self.run(self.packets, run_id)
+        sec = (d.send_t[d.p_send] - t0) // 1_000_000_000 if len(d.p_send) else np.zeros(0, np.int64)
+        by: Dict[int, tuple] = {}
+        if len(sec):
+            order = np.lexsort((np.where(d.p_reached, d.p_latency, np.iinfo(np.int64).max), sec))
+            s_sorted = sec[order]
+            reached_sorted = d.p_reached[order]
+            lat_sorted = d.p_latency[order]
+            bounds = np.flatnonzero(np.r_[True, s_sorted[1:] != s_sorted[:-1], True])
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                n_reached = int(reached_sorted[a:b].sum())
+                lat = lat_sorted[a:a + n_reached].astype(np.float64)  # reached first, by latency
+                by[int(s_sorted[a])] = (b - a, n_reached, float(lat.mean()) if n_reached else None,
+                                        float(np.percentile(lat, 95)) if n_reached else None)
+
+        def per_second(t: np.ndarray) -> Dict[int, int]:
+            if not len(t):
+                return {}
+            u, n = np.unique((t - t0) // 1_000_000_000, return_counts=True)
+            return dict(zip(u.tolist(), n.tolist()))
+
+        sent = per_second(d.s_t)
+        delivered = per_second(d.d_t)
+        pk = d.packets
         pk_out = pk[pk["direction"] == DIR_OUT].groupby("second")["packets"].sum()
         pk_in = pk[pk["direction"] == DIR_IN].groupby("second")["packets"].sum()
-        seconds = sorted(set(by.index) | set(sent.index) | set(delivered.index) | set(pk_out.index))
+        seconds = sorted(set(by) | set(sent) | set(delivered) | set(int(s) for s in pk_out.index))
         rows = []
         for s in seconds:
-            b = by.loc[s] if s in by.index else None
-            intended = int(b["intended"]) if b is not None else 0
-            reached = int(b["reached"]) if b is not None else 0
+            b = by.get(s)
+            intended = int(b[0]) if b is not None else 0
+            reached = int(b[1]) if b is not None else 0
             rows.append({
                 "second": int(s), "sent": int(sent.get(s, 0)), "intended": intended, "reached": reached,
                 "delivery_ratio": reached / intended if intended else None,
-                "latency_mean_ms": _ms(b["latency_mean"]) if b is not None else None,
-                "latency_p95_ms": _ms(b["latency_p95"]) if b is not None else None,
+                "latency_mean_ms": _ms(b[2]) if b is not None else None,
+                "latency_p95_ms": _ms(b[3]) if b is not None else None,
                 "delivered": int(delivered.get(s, 0)), "packets_sent": int(pk_out.get(s, 0)),
                 "packets_received": int(pk_in.get(s, 0))})
         return rows
 
     def per_node(self, run_id: str) -> Dict[str, dict]:
+        d = self.data[run_id]
         out: Dict[str, dict] = {n: {} for n in self.nodes.get(run_id, {})}
-        pk = self.run(self.packets, run_id)
+        pk = d.packets
         for (node, direction), n in pk.groupby(["node", "direction"])["packets"].sum().items():
             key = {DIR_OUT: "packets_sent", DIR_IN: "packets_received", DIR_FORWARDED: "packets_forwarded"}[direction]
             out.setdefault(node, {})[key] = int(n)
-        pairs = self.run(self.pairs, run_id)
-        for node, g in pairs.groupby("receiver"):
-            e = out.setdefault(node, {})
-            e["intended"], e["reached"] = int(len(g)), int(g["reached"].sum())
-            e["delivery_ratio"] = e["reached"] / e["intended"] if e["intended"] else None
-            e["latency_mean_ms"] = _ms(g["latency"].mean())
-        for node, n in self.run(self.sends, run_id).groupby("origin").size().items():
-            out.setdefault(node, {})["sent"] = int(n)
-        for node, n in self.run(self.deliveries, run_id).groupby("node").size().items():
-            out.setdefault(node, {})["delivered"] = int(n)
+        NN = d.NN
+        if len(d.p_node):
+            cnt, total, nv, _ = _group_stats(d.p_node, NN, d.p_latency, d.p_reached)
+            for code in sorted(np.flatnonzero(cnt), key=lambda c: d.nodes.names[c]):
+                e = out.setdefault(d.nodes.names[code], {})
+                e["intended"], e["reached"] = int(cnt[code]), int(nv[code])
+                e["delivery_ratio"] = e["reached"] / e["intended"] if e["intended"] else None
+                e["latency_mean_ms"] = _ms(total[code] / nv[code]) if nv[code] else None
+        for codes, key in ((d.s_origin, "sent"), (d.d_node, "delivered")):
+            ok = codes >= 0
+            counts = np.bincount(codes[ok], minlength=NN)
+            for code in sorted(np.flatnonzero(counts), key=lambda c: d.nodes.names[c]):
+                out.setdefault(d.nodes.names[code], {})[key] = int(counts[code])
         return out
 
     def heatmap(self, run_id: str) -> List[dict]:
-        pairs = self.run(self.pairs, run_id)
-        sec = ((pairs["send_t"] - self.t0[run_id]) // 1_000_000_000).astype("int64")
-        g = pairs.groupby([pairs["receiver"], sec]).agg(intended=("reached", "size"), reached=("reached", "sum"))
-        return [{"node": n, "second": int(s), "intended": int(r.intended), "reached": int(r.reached)}
-                for (n, s), r in g.iterrows()]
+        d = self.data[run_id]
+        if not len(d.p_send):
+            return []
+        sec = (d.send_t[d.p_send] - self.t0[run_id]) // 1_000_000_000
+        lo = int(sec.min())
+        span = int(sec.max()) - lo + 1
+        key = d.p_node.astype(np.int64) * span + (sec - lo)
+        u, inv = np.unique(key, return_inverse=True)
+        intended = np.bincount(inv)
+        reached = np.bincount(inv, weights=d.p_reached)
+        rows = [{"node": d.nodes.names[int(k // span)], "second": int(k % span + lo), "intended": int(i),
+                 "reached": int(r)} for k, i, r in zip(u, intended, reached)]
+        rows.sort(key=lambda r: (r["node"], r["second"]))
+        return rows
 
     def latency_samples(self, run_id: str, limit: int = 200_000) -> List[float]:
-        lat = self.run(self.pairs, run_id)["latency"].dropna()
+        d = self.data[run_id]
+        lat = d.p_latency[d.p_reached]
         if len(lat) > limit:
-            lat = lat.sample(limit, random_state=1)
+            lat = np.random.default_rng(1).choice(lat, limit, replace=False)
         return (lat / 1e6).tolist()
 
     def gossip_wire(self, run_id: str) -> dict:
         """RMR (payload transmissions / (receivers - 1) - 1, the origin counted among the
         receivers) and control overhead (control / payload packets sent)."""
-        tx = self.run(self.transmissions, run_id)
-        ids = {v: k for k, v in self.nodes.get(run_id, {}).items()}
-        tx = tx.assign(origin=tx["origin"].map(ids), type=tx["type"].map(type_name))
-        dl = self.run(self.deliveries, run_id)
-        receivers = dl.drop_duplicates(["node", "origin", "seq", "type"]).groupby(["origin", "seq", "type"]).size()
-        merged = tx.merge(receivers.rename("receivers").reset_index(), on=["origin", "seq", "type"])
-        merged = merged[merged["receivers"] > 0]
-        rmr = merged["tx"] / merged["receivers"] - 1
-        pk = self.run(self.packets, run_id)
+        d = self.data[run_id]
+        tx_sel = d.w_tx > 0
+        tx_keys, tx_inv = np.unique(d.w_key[tx_sel], return_inverse=True)
+        tx = np.bincount(tx_inv, weights=d.w_tx[tx_sel]) if len(tx_keys) else np.zeros(0)
+        # distinct receivers per delivered message
+        ok = d.d_key >= 0
+        pair = np.unique(d.d_any[ok] * np.int64(d.NN) + d.d_node[ok])
+        r_keys, r_n = np.unique(d.dm_key[pair // d.NN], return_counts=True)
+        hit = _lookup(r_keys, tx_keys)
+        has = hit >= 0
+        rmr = tx[has] / r_n[hit[has]] - 1
+        pk = d.packets
         sent = pk[pk["direction"] == DIR_OUT]
         payload_mask = sent["type"].isin([int(t) for t in DATA_TYPES])
         payload, control = int(sent.loc[payload_mask, "packets"].sum()), int(sent.loc[~payload_mask, "packets"].sum())
