@@ -2,8 +2,11 @@
 
 Spark does the heavy part: each capture is decoded and reduced in the task that reads it
 (spark_analysis.reduce: first copies per message at the node, its own sends, packet counts per
-second), then Spark joins the receptions with the intended receivers of every send across nodes. What reaches the driver is one row per (message, intended
-receiver) plus small aggregates, from which the statistics below are computed exactly with numpy.
+second) and the logs are parsed into the events table. What reaches the driver, as Arrow, is the
+receptions, the wire sends, the application sends with their intended receivers and the
+deliveries; there every node and message gets an integer code, and the join of each send's
+intended receivers with the receptions, the statistics below and the checkers' history are
+computed with numpy on those codes (exact int64 nanoseconds, no Python object per row).
 
 Definitions (written down in docs/ANALYSIS.md):
 - A message is identified by (run, origin, sequence, type). Its application send is the origin's
@@ -197,6 +200,25 @@ def _message_keys(origin: np.ndarray, typ: np.ndarray, seq: np.ndarray) -> np.nd
     return key
 
 
+def _unique(a, return_inverse: bool = False, return_counts: bool = False):
+    """np.unique by sorting (numpy's hash-based unique of integers is many times slower at
+    millions of rows); the same results."""
+    a = np.asarray(a)
+    order = np.argsort(a, kind="stable")
+    s = a[order]
+    starts = np.ones(len(s), bool)
+    if len(s) > 1:
+        starts[1:] = s[1:] != s[:-1]
+    out = [s[starts]]
+    if return_inverse:
+        inv = np.empty(len(a), np.int64)
+        inv[order] = np.cumsum(starts) - 1
+        out.append(inv)
+    if return_counts:
+        out.append(np.diff(np.append(np.flatnonzero(starts), len(s))))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Index of each key in sorted_keys (unique), -1 when absent."""
     if not len(sorted_keys):
@@ -235,7 +257,7 @@ class RunData:
 
         def wire_origin(col) -> np.ndarray:
             raw = _np(col, fill=-1)
-            uniq, inv = np.unique(raw, return_inverse=True)
+            uniq, inv = _unique(raw, return_inverse=True)
             lut = np.array([by_wire_id[int(u)] if int(u) in by_wire_id else self.nodes.add(f"#{int(u)}")
                             for u in uniq], np.int64)
             return lut[inv] if len(raw) else np.zeros(0, np.int64)
@@ -246,7 +268,7 @@ class RunData:
         self.s_seq = _np(sends.column("seq"))
         self.s_t = _np(sends.column("t"))
         self.s_key = _message_keys(self.s_origin, self.s_type, self.s_seq)
-        self.m_key, self.s_msg = np.unique(self.s_key, return_inverse=True)
+        self.m_key, self.s_msg = _unique(self.s_key, return_inverse=True)
         self.S = len(self.s_key)
         # intended receivers: one (send, node) pair per entry of each send's list
         intended = sends.column("intended")
@@ -269,7 +291,7 @@ class RunData:
         self.d_key = _message_keys(self.d_origin, self.d_type, np.where(self.d_seq_valid, self.d_seq, -1))
         self.d_msg = _lookup(self.m_key, self.d_key)
         # every delivered message (sent or not) numbered, for distinct (message, node) counts
-        self.dm_key, self.d_any = np.unique(self.d_key, return_inverse=True)
+        self.dm_key, self.d_any = _unique(self.d_key, return_inverse=True)
         self.d_produced = _np(deliveries.column("produced_ns"))
         self.d_produced_valid = _valid(deliveries.column("produced_ns"))
         self.d_hops = _np(deliveries.column("hops"))
@@ -398,7 +420,7 @@ class Collected:
     def message_level(self, run_id: str) -> Dict[str, dict]:
         d = self.data[run_id]
         out: Dict[str, dict] = {}
-        types = sorted(set(int(t) for t in np.unique(d.s_type) if 0 <= t < _FOREIGN_TYPE))
+        types = sorted(set(int(t) for t in _unique(d.s_type) if 0 <= t < _FOREIGN_TYPE))
         groups = [("all", None)] + [(type_name(t), t) for t in types]
         lat = d.p_latency
         for name, t in groups:
@@ -423,7 +445,7 @@ class Collected:
                 "delivery_time_to_all": stats_ms(worst[complete]),
             }
         r_type = d.r_type
-        for t in np.unique(r_type):
+        for t in _unique(r_type):
             sel = r_type == t
             n, dups = int(sel.sum()), int(d.r_dups[sel].sum())
             entry = out.setdefault(type_name(int(t)), {})
@@ -448,7 +470,7 @@ class Collected:
         same = node[1:] == node[:-1]
         gaps = np.diff(t)[same].astype(np.float64)
         gnode = node[1:][same]
-        uniq, inv = np.unique(gnode, return_inverse=True)
+        uniq, inv = _unique(gnode, return_inverse=True)
         per = np.bincount(inv, weights=gaps) / np.bincount(inv) / 1e6 if len(uniq) else np.zeros(0)
         return {"mean_ms": float(per.mean()) if len(per) else None,
                 "std_ms": float(per.std(ddof=1)) if len(per) > 1 else None,
@@ -498,9 +520,9 @@ class Collected:
         distinct_key = np.where(d.d_key >= 0, d.d_any * np.int64(d.NN) + d.d_node, -1) if len(d.d_key) \
             else np.zeros(0, np.int64)
         out: Dict[str, dict] = {}
-        names = sorted({d.type_label(t) for t in np.unique(d.s_type) if t >= 0}
-                       | {d.type_label(t) for t in np.unique(d.d_type) if t >= 0})
-        label_code = {d.type_label(t): int(t) for t in set(np.unique(d.s_type)) | set(np.unique(d.d_type)) if t >= 0}
+        names = sorted({d.type_label(t) for t in _unique(d.s_type) if t >= 0}
+                       | {d.type_label(t) for t in _unique(d.d_type) if t >= 0})
+        label_code = {d.type_label(t): int(t) for t in set(_unique(d.s_type)) | set(_unique(d.d_type)) if t >= 0}
         for name in ["all"] + names:
             if name == "all":
                 dsel, ssel = np.ones(len(d.d_t), bool), np.ones(d.S, bool)
@@ -513,7 +535,7 @@ class Collected:
             out[name] = {
                 "sent": int(ssel.sum()),
                 "delivered": int(dsel.sum()),
-                "distinct_deliveries": int(len(np.unique(dk[dk >= 0])) + (dk < 0).sum()),
+                "distinct_deliveries": int(len(_unique(dk[dk >= 0])) + (dk < 0).sum()),
                 "deliveries_without_send": int((dsel & ~has_send).sum()),
                 "delivery_latency": stats_ms(latency[dsel & has_send]),
                 "knowledge_age": stats_ms(age[dsel & produced_ok]),
@@ -543,7 +565,7 @@ class Collected:
         def per_second(t: np.ndarray) -> Dict[int, int]:
             if not len(t):
                 return {}
-            u, n = np.unique((t - t0) // 1_000_000_000, return_counts=True)
+            u, n = _unique((t - t0) // 1_000_000_000, return_counts=True)
             return dict(zip(u.tolist(), n.tolist()))
 
         sent = per_second(d.s_t)
@@ -596,7 +618,7 @@ class Collected:
         lo = int(sec.min())
         span = int(sec.max()) - lo + 1
         key = d.p_node.astype(np.int64) * span + (sec - lo)
-        u, inv = np.unique(key, return_inverse=True)
+        u, inv = _unique(key, return_inverse=True)
         intended = np.bincount(inv)
         reached = np.bincount(inv, weights=d.p_reached)
         rows = [{"node": d.nodes.names[int(k // span)], "second": int(k % span + lo), "intended": int(i),
@@ -616,12 +638,12 @@ class Collected:
         receivers) and control overhead (control / payload packets sent)."""
         d = self.data[run_id]
         tx_sel = d.w_tx > 0
-        tx_keys, tx_inv = np.unique(d.w_key[tx_sel], return_inverse=True)
+        tx_keys, tx_inv = _unique(d.w_key[tx_sel], return_inverse=True)
         tx = np.bincount(tx_inv, weights=d.w_tx[tx_sel]) if len(tx_keys) else np.zeros(0)
         # distinct receivers per delivered message
         ok = d.d_key >= 0
-        pair = np.unique(d.d_any[ok] * np.int64(d.NN) + d.d_node[ok])
-        r_keys, r_n = np.unique(d.dm_key[pair // d.NN], return_counts=True)
+        pair = _unique(d.d_any[ok] * np.int64(d.NN) + d.d_node[ok])
+        r_keys, r_n = _unique(d.dm_key[pair // d.NN], return_counts=True)
         hit = _lookup(r_keys, tx_keys)
         has = hit >= 0
         rmr = tx[has] / r_n[hit[has]] - 1
