@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 import pandas as pd
 
-from .checkers import History, Prepared, _member, prepare
+from .checkers import History, Prepared, _lookup, _member, _unique, prepare
 from .reduce import DATA_TYPES
 
 NODE_DOWN = {"kill", "stop"}
@@ -50,44 +50,6 @@ def end_of_run(manifest: dict, deliveries: pd.DataFrame) -> int:
     if t0 and scen.get("duration_s") is not None:
         return int(t0 + (float(scen.get("duration_s", 0)) + float(scen.get("quiet_s", 0) or 0)) * 1e9)
     return int(deliveries["t"].max()) if len(deliveries) else int(t0 or 0)
-
-
-def build_history(manifest: dict, sends: pd.DataFrame, deliveries: pd.DataFrame) -> History:
-    """sends: run's send events (origin, seq, type, t, intended, message_id, order, sequencer,
-    priority, vc, deps); deliveries: (node, origin, seq, type, t).
-
-    Only application messages are judged: sends of the data types (reduce.DATA_TYPES) and of any
-    type some node delivers. A protocol's control messages (an AbC request, a gossip pull) are
-    never delivered to an application, so they are not "lost"."""
-    judged = {t.name for t in DATA_TYPES} | set(deliveries["type"].dropna().astype(str))
-    sends = sends[sends["type"].isin(judged)]
-    s = pd.DataFrame({
-        "msg": sends["origin"].astype(str) + ":" + sends["seq"].astype("int64").astype(str) + ":" + sends["type"],
-        "origin": sends["origin"].astype(str),
-        "seq": sends["seq"].astype("int64"),
-        "t": sends["t"].astype("int64"),
-        "eligible": [tuple(x) if x is not None else () for x in sends["intended"]],
-    })
-    for col in ("order", "priority"):
-        if col in sends and sends[col].notna().any():
-            s[col] = sends[col].astype("Int64")
-    if "sequencer" in sends and sends["sequencer"].notna().any():
-        s["sequencer"] = sends["sequencer"]
-    for col in ("vc", "deps"):
-        if col in sends and sends[col].notna().any():
-            s[col] = [_json_tuple(v) for v in sends[col]]
-    if "deps" in s:  # deps name messages as origin:seq; the history's ids carry the type too
-        types = dict(zip(s["origin"] + ":" + s["seq"].astype(str), s["msg"]))
-        s["deps"] = [tuple(types.get(d, d) for d in v) if v else None for v in s["deps"]]
-    d = pd.DataFrame({
-        "msg": deliveries["origin"].astype(str) + ":" + deliveries["seq"].astype("int64").astype(str) + ":"
-        + deliveries["type"].astype(str),
-        "node": deliveries["node"].astype(str),
-        "t": deliveries["t"].astype("int64"),
-    })
-    nodes = sorted(manifest.get("node_ids", {}), key=lambda n: manifest["node_ids"][n])
-    return History(sends=s, deliveries=d, nodes=nodes, down=down_intervals(manifest),
-                   end_ns=end_of_run(manifest, d))
 
 
 def gossip_measures(history: Union[History, Prepared], manifest: dict, wire: dict) -> Dict[str, object]:
@@ -148,10 +110,12 @@ class _Lazy:
 
 def prepared_history(d, manifest: dict) -> Prepared:
     """The checkers' Prepared history of one run straight from the analysis's integer codes
-    (metrics.RunData): the same history build_history makes from frames, without a string per row."""
-    from .metrics import _lookup
+    (metrics.RunData), without a string per row. Messages are named origin:seq:type.
 
-    judged_codes = {int(t) for t in DATA_TYPES} | {int(t) for t in np.unique(d.d_type) if t >= 0}
+    Only application messages are judged: sends of the data types (reduce.DATA_TYPES) and of any
+    type some node delivers. A protocol's control messages (an AbC request, a gossip pull) are
+    never delivered to an application, so they are not "lost"."""
+    judged_codes = {int(t) for t in DATA_TYPES} | {int(t) for t in _unique(d.d_type) if t >= 0}
     keep = np.flatnonzero(np.isin(d.s_type, sorted(judged_codes))) if d.S else np.zeros(0, np.int64)
     M = len(keep)
     key = d.s_key[keep]
@@ -173,9 +137,10 @@ def prepared_history(d, manifest: dict) -> Prepared:
         d_msg[ph_rows] = M + codes
         phantom_ids = [str(u) for u in uniq]
 
+    down = down_intervals(manifest)
     names = list(d.nodes.names)
     known = set(names)
-    for n in down_intervals(manifest):
+    for n in down:
         if n not in known:
             names.append(n)
             known.add(n)
@@ -189,8 +154,7 @@ def prepared_history(d, manifest: dict) -> Prepared:
     frame = _optional_columns(d, keep)
     nodes = sorted(manifest.get("node_ids", {}), key=lambda n: manifest["node_ids"][n])
     ends = pd.DataFrame({"t": d.d_t})
-    h = History(sends=None, deliveries=None, nodes=nodes, down=down_intervals(manifest),
-                end_ns=end_of_run(manifest, ends))
+    h = History(sends=None, deliveries=None, nodes=nodes, down=down, end_ns=end_of_run(manifest, ends))
     return Prepared.from_codes(
         h, sends=frame, node_names=names, n_vc=len(nodes), origin=d.s_origin[keep], seq=d.s_seq[keep],
         t=d.s_t[keep], e_msg=e_msg, e_node=e_node, d_msg=d_msg, d_node=d.d_node, d_t=d.d_t,

@@ -36,6 +36,7 @@ import numpy as np
 
 from agents.wire import MessageType
 
+from .checkers import _lookup, _unique
 from .pcapreader import DIR_FORWARDED, DIR_IN, DIR_OUT
 from .reduce import DATA_TYPES, L2_L3_L4_HEADERS  # noqa: F401 (the header size: documented here, counted there)
 
@@ -200,34 +201,6 @@ def _message_keys(origin: np.ndarray, typ: np.ndarray, seq: np.ndarray) -> np.nd
     return key
 
 
-def _unique(a, return_inverse: bool = False, return_counts: bool = False):
-    """np.unique by sorting (numpy's hash-based unique of integers is many times slower at
-    millions of rows); the same results."""
-    a = np.asarray(a)
-    order = np.argsort(a, kind="stable")
-    s = a[order]
-    starts = np.ones(len(s), bool)
-    if len(s) > 1:
-        starts[1:] = s[1:] != s[:-1]
-    out = [s[starts]]
-    if return_inverse:
-        inv = np.empty(len(a), np.int64)
-        inv[order] = np.cumsum(starts) - 1
-        out.append(inv)
-    if return_counts:
-        out.append(np.diff(np.append(np.flatnonzero(starts), len(s))))
-    return out[0] if len(out) == 1 else tuple(out)
-
-
-def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Index of each key in sorted_keys (unique), -1 when absent."""
-    if not len(sorted_keys):
-        return np.full(len(keys), -1, np.int64)
-    i = np.searchsorted(sorted_keys, keys)
-    i[i == len(sorted_keys)] = 0
-    return np.where(sorted_keys[i] == keys, i, -1)
-
-
 def _group_stats(gid: np.ndarray, n_groups: int, values: np.ndarray, valid: np.ndarray):
     """Per group: count, sum of valid values, count of valid, max of valid (nan when none)."""
     cnt = np.bincount(gid, minlength=n_groups)
@@ -383,12 +356,12 @@ class RunData:
         import pyarrow as pa
         names = np.array(self.nodes.names, dtype=object)
         recv = self.p_recv_t
+        known = (self.p_type >= 0) & (self.p_type < _FOREIGN_TYPE)  # a MessageType; else null
         return pa.table({
             "run": pa.array([self.run_id] * len(self.p_send), pa.string()),
             "origin": pa.array(names[self.s_origin[self.p_send]], pa.string()),
             "seq": pa.array(self.s_seq[self.p_send], pa.int64()),
-            "type_id": pa.array(np.where(self.p_type < _FOREIGN_TYPE, self.p_type, 0), pa.int16(),
-                                mask=self.p_type >= _FOREIGN_TYPE),
+            "type_id": pa.array(np.where(known, self.p_type, 0), pa.int16(), mask=~known),
             "receiver": pa.array(names[self.p_node], pa.string()),
             "send_t": pa.array(self.send_t[self.p_send], pa.int64()),
             "recv_t": pa.array(recv, pa.int64(), mask=~self.p_reached),
