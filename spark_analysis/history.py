@@ -117,6 +117,9 @@ def prepared_history(d, manifest: dict) -> Prepared:
     never delivered to an application, so they are not "lost"."""
     judged_codes = {int(t) for t in DATA_TYPES} | {int(t) for t in _unique(d.d_type) if t >= 0}
     keep = np.flatnonzero(np.isin(d.s_type, sorted(judged_codes))) if d.S else np.zeros(0, np.int64)
+    # messages numbered by (origin, type, seq), phantoms by name: the same codes, and so the same
+    # counterexamples, whatever order the rows arrived in
+    keep = keep[np.argsort(d.s_key[keep], kind="stable")]
     M = len(keep)
     key = d.s_key[keep]
     order = np.argsort(key, kind="stable")
@@ -133,7 +136,7 @@ def prepared_history(d, manifest: dict) -> Prepared:
     if ph.any():
         ph_rows = np.flatnonzero(ph)
         labels = [_delivery_name(d, int(i)) for i in ph_rows]
-        codes, uniq = pd.factorize(pd.Series(labels, dtype=object))
+        codes, uniq = pd.factorize(pd.Series(labels, dtype=object), sort=True)
         d_msg[ph_rows] = M + codes
         phantom_ids = [str(u) for u in uniq]
 

@@ -27,6 +27,11 @@ class RunInfo:
     manifest: dict
 
     @property
+    def t0(self) -> int:
+        """The run's time zero (ns): the timeline's t0, else its start."""
+        return int(self.manifest.get("t0_ns") or self.manifest.get("started_ns") or 0)
+
+    @property
     def node_ids(self) -> Dict[str, int]:
         return self.manifest.get("node_ids", {})
 
@@ -211,7 +216,7 @@ def _capture_source(spark, runs: List[RunInfo], source: str = "auto"):
     lookup: Dict[str, Dict[str, object]] = {}
     for r in runs:
         info = {"run_id": r.run_id, "node_ids": r.node_ids,
-                "t0": int(r.manifest.get("t0_ns") or r.manifest.get("started_ns") or 0),
+                "t0": r.t0,
                 "local": {n: local_addresses(intfs.values()) for n, intfs in r.manifest.get("addresses", {}).items()}}
         lookup[r.uri] = info
         if r.uri.startswith("/"):
@@ -248,6 +253,14 @@ def packet_schema():
                         + [T.StructField(name, spark_types[np.dtype(dtype).name]) for name, dtype in COLUMNS])
 
 
+def packet_schema_arrow():
+    """The packets table's Arrow schema (the local engine writes it with pyarrow)."""
+    import pyarrow as pa
+
+    return pa.schema([("run", pa.string()), ("node", pa.string())]
+                     + [(name, pa.from_numpy_dtype(dtype)) for name, dtype in COLUMNS])
+
+
 def read_packets(spark, runs: List[RunInfo], source: str = "auto"):
     """A DataFrame with one row per testbed packet of every pcap of the runs (the packets table)."""
     files, lookup = _capture_source(spark, runs, source)
@@ -266,17 +279,13 @@ def read_reduced(spark, runs: List[RunInfo], source: str = "auto"):
 
 
 def event_schema():
+    """The events' Spark schema: the fields of spark_analysis.logreader, which reads them locally."""
     from pyspark.sql import types as T
 
-    long_fields = ["t", "seq", "message_id", "hops", "order", "priority", "produced_ns", "bytes", "frags",
-                   "attempt", "frag", "node_id", "tries", "wanted_ns", "colour", "round"]
-    string_fields = ["node", "event", "type", "origin", "to", "sender", "eligible", "sequencer", "vc", "deps",
-                     "state", "reason", "role", "msg", "receivers"]
-    fields = [T.StructField(f, T.LongType()) for f in long_fields]
-    fields += [T.StructField(f, T.StringType()) for f in string_fields]
-    fields += [T.StructField("reliable", T.BooleanType()), T.StructField("retransmission", T.BooleanType()),
-               T.StructField("accepted", T.BooleanType()), T.StructField("_corrupt_record", T.StringType())]
-    return T.StructType(fields)
+    from .logreader import FIELDS
+
+    types = {"long": T.LongType(), "string": T.StringType(), "bool": T.BooleanType()}
+    return T.StructType([T.StructField(name, types[t]) for name, t in FIELDS])
 
 
 def read_events(spark, run: RunInfo):

@@ -1,10 +1,14 @@
 """`testbed analyze`: run directories -> RUN_DIR/report/ (results.json, Parquet tables, plots, index.html).
 
-Stages: start Spark, read the manifests, decode the pcaps (vectorised reader in mapInArrow, each
-capture reduced where it is read) and the event logs, compute the metrics in Spark, collect each run's history for the property
-checkers, write the Parquet tables, then results.json, the plots and index.html. The report is
-assembled in RUN_DIR/report.partial/ and replaces RUN_DIR/report/ only when complete, so a
-failed or interrupted analysis leaves the run directory as it was.
+Stages: start Spark, read the manifests, read the pcaps and logs, compute the metrics, run the
+property checks, write the Parquet tables, then results.json, the plots and index.html. With a
+local master and local run directories the local engine (spark_analysis.local) reads every file
+in one Spark job whose tasks also write the packets and events tables; otherwise Spark decodes
+the pcaps (the vectorised reader in mapInArrow, each capture reduced where it is read), parses the
+logs and writes the tables. Either way the driver computes the metrics and the checks with numpy
+on integer codes (spark_analysis.metrics). The report is assembled in RUN_DIR/report.partial/ and
+replaces RUN_DIR/report/ only when complete, so a failed or interrupted analysis leaves the run
+directory as it was.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from .inputs import (KIND_FILE, AnalysisError, RunInfo, local_path, normalise, r
 RESULTS_VERSION = 1
 STAGES = ["starting Spark", "reading manifests", "decoding pcaps", "reading logs", "metrics", "checks",
           "writing tables", "report"]
+#: the stages of the local engine (spark_analysis.local), which reads pcaps and logs in one job
+LOCAL_STAGES = ["starting Spark", "reading manifests", "reading pcaps and logs", "metrics", "checks",
+                "writing tables", "report"]
 
 
 class Progress:
@@ -34,6 +41,7 @@ class Progress:
         self.times: Dict[str, float] = {}
         self._stage: Optional[str] = None
         self._began = self.start
+        self.stages = STAGES
 
     def stage(self, name: str) -> None:
         now = time.monotonic()
@@ -41,8 +49,8 @@ class Progress:
             self.times[self._stage] = round(now - self._began, 3)
         self._stage, self._began = name, now
         if self.enabled and name:
-            i = STAGES.index(name) + 1 if name in STAGES else 0
-            print(f"\ranalyze [{i}/{len(STAGES)}] {name:<18} {now - self.start:6.1f}s", end="", file=sys.stderr,
+            i = self.stages.index(name) + 1 if name in self.stages else 0
+            print(f"\ranalyze [{i}/{len(self.stages)}] {name:<18} {now - self.start:6.1f}s", end="", file=sys.stderr,
                   flush=True)
 
     def done(self) -> None:
@@ -56,12 +64,17 @@ CAUSAL_AUTO_LIMIT = 200_000
 
 
 def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = True,
-            spark=None, causal: str = "auto") -> Dict[str, dict]:
+            spark=None, causal: str = "auto", engine: str = "auto") -> Dict[str, dict]:
     """Analyse the runs; returns {run_id: results} and writes each RUN_DIR/report/.
 
     causal: "derive" always checks causal order (from vector clocks and dependencies when the
     protocol logs them, else from sends and deliveries alone); "off" never; "auto" derives it
-    when the protocol logs vc/deps or the history has at most CAUSAL_AUTO_LIMIT deliveries."""
+    when the protocol logs vc/deps or the history has at most CAUSAL_AUTO_LIMIT deliveries.
+    engine: "auto" takes the local engine (spark_analysis.local) when the master is local and the
+    run directories are local, else the general one; "spark" forces the general one (Spark reads
+    the files and writes the tables), which the tests hold the local engine to."""
+    if engine not in ("auto", "spark"):
+        raise ValueError(f"engine {engine!r}: auto or spark")
     prog = Progress(progress)
     prog.stage("starting Spark")
     from .session import spark_session
@@ -75,7 +88,7 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
                                 f"analyse them separately")
         seen[r.run_id] = r.uri
     try:
-        return _analyze(spark, runs, prog, causal)
+        return _analyze(spark, runs, prog, causal, engine)
     except BaseException:
         for r in runs:  # a failed or interrupted analysis leaves no half-written report behind
             try:
@@ -85,41 +98,52 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
         raise
 
 
-def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[str, dict]:
+def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, engine: str) -> Dict[str, dict]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    from . import local
+    from .metrics import Collected, RunMetrics
 
-    prog.stage("decoding pcaps")
-    # each capture is decoded and reduced in the task that reads it; the per-packet table is
-    # decoded again, lazily, only to be written
-    raw = read_reduced(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
-    files = raw.filter(F.col("kind") == KIND_FILE).select("run", "node", "file", "file_records", "file_other",
-                                                          "file_damage").collect()
-    packets = read_packets(spark, runs)
-
-    prog.stage("reading logs")
-    # the logs are parsed once, into the report's events table; everything else reads that
-    # Parquet table (column-pruned), which is far cheaper than caching the parsed rows
     partial = {r.run_id: _partial_uri(r) for r in runs}
     for r in runs:
         _remove(spark, partial[r.run_id])
-        read_events(spark, r).write.mode("overwrite").parquet(f"{partial[r.run_id]}/events.parquet")
-    events = None
-    for r in runs:
-        df = spark.read.parquet(f"{partial[r.run_id]}/events.parquet")
-        events = df if events is None else events.unionByName(df)
-    corrupt = {r["run"]: int(r["n"]) for r in events.filter(F.col("_corrupt_record").isNotNull())
-               .groupBy("run").agg(F.count(F.lit(1)).alias("n")).collect()}
+    raw = None
+    if engine == "auto" and local.applies(spark, runs):
+        # the tasks decode, reduce and write the tables themselves and hand over Arrow files
+        prog.stages = LOCAL_STAGES
+        prog.stage("reading pcaps and logs")
+        inputs = local.read_inputs(spark, runs, partial)
+        files, corrupt, coloured = inputs.files, inputs.unreadable, inputs.coloured
+        prog.stage("metrics")
+        c = Collected(runs, inputs.sends, inputs.deliveries, inputs.receptions, inputs.wire, inputs.packets,
+                      {r.run_id: r.t0 for r in runs})
+    else:
+        prog.stage("decoding pcaps")
+        # each capture is decoded and reduced in the task that reads it; the per-packet table is
+        # decoded again, lazily, only to be written
+        raw = read_reduced(spark, runs).persist(StorageLevel.MEMORY_AND_DISK)
+        files = [row.asDict() for row in raw.filter(F.col("kind") == KIND_FILE)
+                 .select("run", "node", "file", "file_records", "file_other", "file_damage").collect()]
 
-    prog.stage("metrics")
-    from .metrics import RunMetrics
-    m = RunMetrics(spark, raw, events, runs)
-    c = m.collect()
+        prog.stage("reading logs")
+        # the logs are parsed once, into the report's events table; everything else reads that
+        # Parquet table (column-pruned), which is far cheaper than caching the parsed rows
+        for r in runs:
+            read_events(spark, r).write.mode("overwrite").parquet(f"{partial[r.run_id]}/events.parquet")
+        events = None
+        for r in runs:
+            df = spark.read.parquet(f"{partial[r.run_id]}/events.parquet")
+            events = df if events is None else events.unionByName(df)
+        corrupt = {r["run"]: int(r["n"]) for r in events.filter(F.col("_corrupt_record").isNotNull())
+                   .groupBy("run").agg(F.count(F.lit(1)).alias("n")).collect()}
 
-    coloured = (events.filter(F.col("state") == "coloured").select("run", "node", "colour", "round", "t")
-                .toPandas())  # the AbC graph-colouring example's outcome (few rows)
+        prog.stage("metrics")
+        c = RunMetrics(spark, raw, events, runs).collect()
+        coloured = (events.filter(F.col("state") == "coloured").select("run", "node", "colour", "round", "t")
+                    .toPandas())  # the AbC graph-colouring example's outcome (few rows)
 
+    files.sort(key=lambda f: (f["run"], f["file"]))  # the report lists them in one order, whatever the engine
     prog.stage("checks")
     from .abc import abc_measures
     from .checkers import check_all
@@ -168,9 +192,11 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[st
             res["comparison"] = comparison
 
     prog.stage("writing tables")
+    packets = read_packets(spark, runs) if raw is not None else None  # else the local tasks wrote it
     for r in runs:
-        (packets.filter(F.col("run") == r.run_id).coalesce(max(1, spark.sparkContext.defaultParallelism))
-         .write.mode("overwrite").parquet(f"{partial[r.run_id]}/packets.parquet"))
+        if packets is not None:
+            (packets.filter(F.col("run") == r.run_id).coalesce(max(1, spark.sparkContext.defaultParallelism))
+             .write.mode("overwrite").parquet(f"{partial[r.run_id]}/packets.parquet"))
         _write_table(spark, c.data[r.run_id].pairs_table(), f"{partial[r.run_id]}/receptions.parquet")
 
     prog.stage("report")
@@ -183,7 +209,8 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str) -> Dict[st
                          others={k: v for k, v in results.items() if k != rid})
             _upload(spark, tmp, partial[rid])
         _replace(spark, partial[rid], _report_uri(r))
-    raw.unpersist()
+    if raw is not None:
+        raw.unpersist()
     prog.done()
     return results
 

@@ -80,12 +80,11 @@ class RunMetrics:
         from pyspark.sql import types as T
 
         self.runs = runs
-        peer_rows, t0_rows = [], []
+        peer_rows = []
         for r in runs:
             peers = r.segment_peers()
             for node in r.node_ids:
                 peer_rows.append((r.run_id, node, peers.get(node, [])))
-            t0_rows.append((r.run_id, int(r.manifest.get("t0_ns") or r.manifest.get("started_ns") or 0)))
         peers_df = spark.createDataFrame(peer_rows, T.StructType([
             T.StructField("run", T.StringType()), T.StructField("node", T.StringType()),
             T.StructField("peers", T.ArrayType(T.StringType()))]))
@@ -105,7 +104,7 @@ class RunMetrics:
                               .groupBy("run", "node", "type", "direction", "second")
                               .agg(*[F.sum(c).alias(c) for c in ("packets", "bytes", "header_bytes",
                                                                   "retransmissions", "relayed")]))
-        self.t0 = {r.run_id: t for r, (_, t) in zip(runs, t0_rows)}
+        self.t0 = {r.run_id: r.t0 for r in runs}
 
     def collect(self) -> "Collected":
         """Run the Spark actions (Arrow all the way: no Python object per row); every later

@@ -278,6 +278,43 @@ def test_several_runs_are_compared_side_by_side(synthetic, spark, tmp_path):
     assert any(f.startswith("compare_") for f in os.listdir(os.path.join(b, "report")))
 
 
+#: log lines Spark's JSON reader and ours must read alike: blank, nested values, a number where a
+#: name belongs, a fraction where an integer belongs, a line that is not an object, a cut-off line
+ODD_LOG_LINES = (b'\n{"t":1795401004101458519,"node":"c3","event":"state","state":"odd","to":["c1",{"x":[1,"]"]}],'
+                 b'"vc":{"c1":[1,2]},"msg":"a \\":[quoted]"}\n'
+                 b'   \n{"t":1795401004101458520,"node":"c3","event":"state","state":"odd","reason":5}\n'
+                 b'{"t":1795401004101458521.5,"node":"c3","event":"state","state":"odd"}\n'
+                 b'{"t":1795401004101458522,"node":"c3","event":"state","reliable":"yes"}\n'
+                 b'[1,2,3]\n{"t":1795401004101458523,"node":"c3","eve')
+ODD_UNREADABLE = 4
+
+
+def test_local_engine_equals_spark_reading_and_writing_everything(synthetic, spark, tmp_path):
+    """The local engine (each task decodes, parses and writes its file's rows itself, the driver
+    reads Arrow files) against the general path (Spark reads the pcaps and logs and writes the
+    tables): the same results.json and the same rows in every table, on damaged pcaps and odd logs."""
+    from spark_analysis.job import analyze
+
+    results = {}
+    for engine in ("spark", "auto"):
+        run = tmp_path / engine
+        shutil.copytree(synthetic["damaged"], run)
+        with open(run / "logs" / "c3.jsonl", "ab") as fh:
+            fh.write(ODD_LOG_LINES)
+        (r,) = analyze([str(run)], spark=spark, progress=False, engine=engine).values()
+        assert ("reading pcaps and logs" in r.pop("timings_s")) == (engine == "auto")
+        results[engine] = json.loads(json.dumps(r).replace(str(run), "RUN"))
+    assert results["auto"]["input"]["unreadable_log_lines"] == ODD_UNREADABLE
+    assert results["auto"]["input"]["damage"] and results["auto"]["checks"]
+    assert results["auto"] == results["spark"]
+    for table in ("packets", "events", "receptions"):
+        a, b = (spark.read.parquet(str(tmp_path / e / "report" / f"{table}.parquet")) for e in ("spark", "auto"))
+        assert a.schema == b.schema, table
+        assert a.count() == b.count() > 0 and a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0, table
+    odd = spark.read.parquet(str(tmp_path / "auto" / "report" / "events.parquet")).filter("state = 'odd'")
+    assert sorted(odd.select("to").toPandas()["to"].dropna()) == ['["c1",{"x":[1,"]"]}]']
+
+
 # -- bad input ----------------------------------------------------------------------------------
 
 def testbed(*args, **kwargs):

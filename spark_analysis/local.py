@@ -1,0 +1,303 @@
+"""The local engine: each input file decoded, reduced and written by the Spark task that reads it.
+
+When the master is local and every run directory is on this machine's file system (the usual
+case), the analysis is one Spark job over the runs' files, pcaps and logs together, the biggest
+first, dealt out over the cores. Each task:
+- for a pcap: decodes it (spark_analysis.pcapreader), writes its rows of packets.parquet itself
+  (pyarrow) and reduces it (spark_analysis.reduce) to its receptions, wire sends and packet counts;
+- for a log: reads it (spark_analysis.logreader), writes its rows of events.parquet and keeps its
+  application sends (with their intended receivers), deliveries and graph-colouring outcomes.
+The reduced rows are handed over as Arrow IPC files in a scratch directory; only a one-row summary
+per file (records, other traffic, damage, unreadable lines) goes back through Spark. The driver
+memory-maps the hand-over files and gets the very tables the general path's Spark actions return
+(RunMetrics.collect), with the same columns, without moving millions of rows through the JVM or
+parsing and decoding anything twice.
+
+Any other master, or a run directory on another file system (hdfs:, s3a:, ...), takes the general
+path, where Spark reads the files and writes the tables (spark_analysis.job).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+from .inputs import RunInfo, local_path
+from .pcapreader import COLUMNS, local_addresses, read_file
+
+SUMMARY = [("run", "string"), ("kind", "string"), ("file", "string"), ("node", "string"), ("records", "long"),
+           ("other", "long"), ("damage", "string"), ("rows", "long"), ("unreadable", "long")]
+SEND_COLUMNS = ["run", "origin", "seq", "type", "t", "intended", "message_id", "order", "sequencer", "priority",
+                "vc", "deps", "receivers", "wanted_ns"]
+DELIVERY_COLUMNS = ["run", "node", "origin", "seq", "type", "t", "produced_ns", "hops", "accepted"]
+COLOURED_COLUMNS = ["run", "node", "colour", "round", "t"]
+COUNT_COLUMNS = ["packets", "bytes", "header_bytes", "retransmissions", "relayed"]
+
+
+def applies(spark, runs: List[RunInfo]) -> bool:
+    """True when the local engine can analyse the runs: a local master and local run directories."""
+    return spark.sparkContext.master.startswith("local") and all(local_path(r.uri) is not None for r in runs)
+
+
+@dataclass
+class Inputs:
+    """What the tasks handed over, for every run together (a `run` column tells them apart)."""
+
+    files: List[dict]           # per pcap: run, node, file, file_records, file_other, file_damage
+    unreadable: Dict[str, int]  # run id -> log lines that could not be read
+    sends: object               # pyarrow tables with the columns of RunMetrics.collect
+    deliveries: object
+    receptions: object
+    wire: object
+    packets: object             # pandas: packet counts per (run, node, type, direction, second)
+    coloured: object            # pandas: the graph-colouring outcomes
+
+
+def read_inputs(spark, runs: List[RunInfo], partial: Dict[str, str]) -> Inputs:
+    """Run the job: every pcap and log of the runs; packets.parquet and events.parquet are written
+    into each run's partial report directory (partial: run id -> its URI, local here)."""
+    import pyarrow as pa
+
+    scratch = tempfile.mkdtemp(prefix="testbed-analyze-")
+    try:
+        plan, items = {}, []
+        for i, r in enumerate(runs):
+            root = local_path(r.uri)
+            out = local_path(partial[r.run_id])
+            hand = os.path.join(scratch, f"run{i}")
+            for d in (os.path.join(out, "packets.parquet"), os.path.join(out, "events.parquet"), hand):
+                os.makedirs(d, exist_ok=True)
+            plan[r.uri] = {
+                "run_id": r.run_id, "node_ids": r.node_ids, "out": out, "hand": hand,
+                "t0": r.t0,
+                "local": {n: local_addresses(intfs.values()).tolist()
+                          for n, intfs in r.manifest.get("addresses", {}).items()},
+                "peers": {n: p for n, p in r.segment_peers().items() if n in r.node_ids}}
+            for kind, sub, suffix in (("pcap", "pcap", ".pcap"), ("log", "logs", ".jsonl")):
+                folder = os.path.join(root, sub)
+                if os.path.isdir(folder):
+                    items += [(r.uri, kind, os.path.join(folder, f), os.path.getsize(os.path.join(folder, f)))
+                              for f in sorted(os.listdir(folder)) if f.endswith(suffix)]
+        summaries = _run_tasks(spark, plan, items)
+        return _gather(runs, plan, summaries, pa)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_tasks(spark, plan, items) -> List[dict]:
+    if not items:
+        return []
+    slots = spark.sparkContext.defaultParallelism
+    slices = max(1, min(len(items), 2 * slots))
+    items.sort(key=lambda item: -item[3])
+    # the biggest first, dealt round-robin: Spark cuts the list into contiguous slices
+    dealt = [items[i][:3] for s in range(slices) for i in range(s, len(items), slices)]
+    rdd = spark.sparkContext.parallelize(dealt, slices)
+    df = spark.createDataFrame(rdd, "run string, kind string, path string")
+    schema = ", ".join(f"{name} {t}" for name, t in SUMMARY)
+    return [row.asDict() for row in df.mapInArrow(_tasks(plan), schema).collect()]
+
+
+def _tasks(plan):
+    """The mapInArrow function: (run, kind, path) rows -> one summary row per file."""
+
+    def run(batches):
+        import pyarrow as pa
+
+        schema = pa.schema([(name, pa.string() if t == "string" else pa.int64()) for name, t in SUMMARY])
+        for batch in batches:
+            for uri, kind, path in zip(*(batch.column(c).to_pylist() for c in ("run", "kind", "path"))):
+                info = plan[uri]
+                summary = pcap_task(info, path) if kind == "pcap" else log_task(info, path)
+                summary.update(run=info["run_id"], kind=kind, file=path)
+                yield pa.RecordBatch.from_pylist([summary], schema=schema)
+
+    return run
+
+
+def _stem(path: str) -> str:
+    return os.path.basename(path).rsplit(".", 1)[0]
+
+
+def _write_ipc(table, path: str) -> None:
+    import pyarrow as pa
+
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
+def pcap_task(info: dict, path: str) -> dict:
+    """Decode one capture; write its packets and hand over its reduced rows."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from . import reduce as rd
+
+    node, stem = _stem(path), _stem(path)
+    local = info["local"].get(node)
+    parsed = read_file(path, info["node_ids"].get(node, 0), None if local is None else np.array(local, np.int64))
+    c, n = parsed.columns, parsed.packets
+
+    def named(cols: Dict[str, object], rows: int, with_node: bool = True):
+        head = {"run": pa.repeat(pa.scalar(info["run_id"]), rows)}
+        if with_node:
+            head["node"] = pa.repeat(pa.scalar(node), rows)
+        return pa.table({**head, **cols})
+
+    if n:
+        pq.write_table(named({name: c[name] for name, _ in COLUMNS}, n),
+                       os.path.join(info["out"], "packets.parquet", f"part-{stem}.parquet"))
+        r = rd.receptions(c)
+        if len(r["t"]):
+            _write_ipc(named(r, len(r["t"])), os.path.join(info["hand"], f"receptions-{stem}.arrow"))
+        s = rd.sends(c)
+        if len(s["t"]):
+            t = pa.array(s["t"], pa.int64(), mask=~s["t_valid"])
+            _write_ipc(named({"origin": s["origin"], "seq": s["seq"], "type": s["type"], "t": t, "tx": s["tx"]},
+                             len(t), with_node=False), os.path.join(info["hand"], f"wire-{stem}.arrow"))
+        k = rd.counts(c, info["t0"])
+        if len(k["packets"]):
+            _write_ipc(named(k, len(k["packets"])), os.path.join(info["hand"], f"counts-{stem}.arrow"))
+    return {"node": node, "records": parsed.records, "other": parsed.other, "damage": json.dumps(parsed.damage),
+            "rows": n, "unreadable": 0}
+
+
+def log_task(info: dict, path: str) -> dict:
+    """Read one log; write its events and hand over its sends, deliveries and colourings."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from .logreader import read_log
+
+    stem = _stem(path)
+    with open(path, "rb") as fh:
+        table, unreadable = read_log(fh.read())
+    n = table.num_rows
+    if not n:
+        return {"node": stem, "records": 0, "other": 0, "damage": "[]", "rows": 0, "unreadable": unreadable}
+    table = table.append_column("run", pa.repeat(pa.scalar(info["run_id"]), n))
+    pq.write_table(table, os.path.join(info["out"], "events.parquet", f"part-{stem}.parquet"))
+
+    event = table.column("event")
+    sends = table.filter(pc.and_(pc.and_(pc.equal(event, "send"), pc.equal(table.column("origin"), table.column("node"))),
+                                 pc.equal(pc.fill_null(table.column("hops"), 0), 0)))
+    if sends.num_rows:
+        sends = sends.append_column("intended", intended_receivers(sends, info["peers"]))
+        _write_ipc(sends.select(SEND_COLUMNS), os.path.join(info["hand"], f"sends-{stem}.arrow"))
+    deliveries = table.filter(pc.equal(event, "deliver"))
+    if deliveries.num_rows:
+        _write_ipc(deliveries.select(DELIVERY_COLUMNS), os.path.join(info["hand"], f"deliveries-{stem}.arrow"))
+    coloured = table.filter(pc.equal(table.column("state"), "coloured"))
+    if coloured.num_rows:
+        _write_ipc(coloured.select(COLOURED_COLUMNS), os.path.join(info["hand"], f"coloured-{stem}.arrow"))
+    return {"node": stem, "records": n, "other": 0, "damage": "[]", "rows": n, "unreadable": unreadable}
+
+
+def intended_receivers(sends, peers: Dict[str, List[str]]):
+    """Each send's intended receivers (a list array), by the rule of metrics.intended_receivers:
+    `eligible` when it is a JSON list, else the `to` list, else the one node `to` names, else,
+    for a broadcast, the sender's segment peers; worked out once per distinct (eligible, to, node)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    none = "\x00"
+    key = pc.binary_join_element_wise(*(pc.fill_null(sends.column(c), none) for c in ("eligible", "to", "node")),
+                                      "\x1f")
+    enc = pc.dictionary_encode(key).combine_chunks()
+    lists = []
+    for text in enc.dictionary.to_pylist():
+        eligible, to, node = (None if part == none else part for part in text.split("\x1f"))
+        lists.append(_intended(eligible, to, node, peers))
+    return pc.take(pa.array(lists, pa.list_(pa.string())), enc.indices)
+
+
+def _json_names(text: str) -> Optional[List[Optional[str]]]:
+    """A JSON list of names as a list (elements that are not strings as their JSON text), else None."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, list):
+        return None
+    return [v if isinstance(v, str) or v is None else json.dumps(v, separators=(",", ":")) for v in value]
+
+
+def _intended(eligible: Optional[str], to: Optional[str], node: Optional[str], peers) -> List[Optional[str]]:
+    if eligible is not None:
+        names = _json_names(eligible)
+        if names is not None:
+            return names
+    if to is None:
+        return []
+    if to.startswith("["):
+        return _json_names(to) or []
+    if to != "broadcast":
+        return [to]
+    return list(peers.get(node, [])) if node is not None else []
+
+
+def _gather(runs: List[RunInfo], plan, summaries: List[dict], pa) -> Inputs:
+    import pandas as pd
+
+    from .inputs import packet_schema_arrow
+    from .logreader import arrow_schema
+
+    for r in runs:  # a run without rows still gets readable (empty) tables
+        info = plan[r.uri]
+        for table, schema in (("packets", packet_schema_arrow()),
+                              ("events", arrow_schema().append(pa.field("run", pa.string())))):
+            folder = os.path.join(info["out"], f"{table}.parquet")
+            if not os.listdir(folder):
+                import pyarrow.parquet as pq
+                pq.write_table(schema.empty_table(), os.path.join(folder, "part-empty.parquet"))
+
+    def load(prefix: str, schema):
+        tables = []
+        for r in runs:
+            hand = plan[r.uri]["hand"]
+            for name in sorted(os.listdir(hand)):
+                if name.startswith(prefix + "-"):
+                    tables.append(pa.ipc.open_file(pa.memory_map(os.path.join(hand, name))).read_all())
+        return pa.concat_tables(tables) if tables else schema.empty_table()
+
+    sends = load("sends", _send_schema(pa))
+    deliveries = load("deliveries", _event_subschema(pa, DELIVERY_COLUMNS))
+    receptions = load("receptions", pa.schema([("run", pa.string()), ("node", pa.string()), ("origin", pa.int32()),
+                                               ("seq", pa.int64()), ("type", pa.int16())]
+                                              + [(c, pa.int64()) for c in ("t", "frags", "copies", "frag_count")]))
+    wire = load("wire", pa.schema([("run", pa.string()), ("origin", pa.int32()), ("seq", pa.int64()),
+                                   ("type", pa.int16()), ("t", pa.int64()), ("tx", pa.int64())]))
+    counts = load("counts", pa.schema([("run", pa.string()), ("node", pa.string()), ("type", pa.int16()),
+                                       ("direction", pa.int8()), ("second", pa.int64())]
+                                      + [(c, pa.int64()) for c in COUNT_COLUMNS])).to_pandas()
+    packets = counts.groupby(["run", "node", "type", "direction", "second"], as_index=False)[COUNT_COLUMNS].sum()
+    coloured = load("coloured", _event_subschema(pa, COLOURED_COLUMNS)).to_pandas()
+
+    files, unreadable = [], {r.run_id: 0 for r in runs}
+    for s in summaries:
+        if s["kind"] == "pcap":
+            files.append({"run": s["run"], "node": s["node"], "file": s["file"], "file_records": s["records"],
+                          "file_other": s["other"], "file_damage": s["damage"]})
+        else:
+            unreadable[s["run"]] += int(s["unreadable"] or 0)
+    return Inputs(files, unreadable, sends, deliveries, receptions, wire, pd.DataFrame(packets), coloured)
+
+
+def _event_subschema(pa, columns: List[str]):
+    from .logreader import arrow_schema
+
+    full = arrow_schema().append(pa.field("run", pa.string()))
+    return pa.schema([full.field(c) for c in columns])
+
+
+def _send_schema(pa):
+    from .logreader import arrow_schema
+
+    full = arrow_schema().append(pa.field("run", pa.string())).append(pa.field("intended", pa.list_(pa.string())))
+    return pa.schema([full.field(c) for c in SEND_COLUMNS])

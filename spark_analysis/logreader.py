@@ -1,0 +1,134 @@
+"""The agents' JSON-lines logs as an Arrow table, read in the task that owns the file.
+
+One schema for every event (spark_analysis.inputs.event_schema is the same for Spark's own JSON
+reader): fields an event does not have are null; `to`, `eligible`, `receivers`, `vc` and `deps`
+keep their JSON text (a name, or the text of a list or object); fields the schema does not name
+are ignored.
+
+The fast path is Arrow's C++ JSON reader. It wants one type per field, and `to` is a name on one
+line and a list on another, so every list or object value is first turned into a JSON string in
+the bytes themselves (a regular expression finds them). Arrow refuses a whole file
+for a single line it cannot take (a line cut short by a node that died, a number where a name
+belongs, a line that is not an object); such a file is read line by line instead, with the rules
+of Spark's PERMISSIVE mode: a line that is not a JSON object keeps only its text, in
+`_corrupt_record`; a line with a field of the wrong type keeps the fields that fit and its text;
+both count as unreadable lines in the report.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from typing import List, Tuple
+
+LONG_FIELDS = ["t", "seq", "message_id", "hops", "order", "priority", "produced_ns", "bytes", "frags",
+               "attempt", "frag", "node_id", "tries", "wanted_ns", "colour", "round"]
+STRING_FIELDS = ["node", "event", "type", "origin", "to", "sender", "eligible", "sequencer", "vc", "deps",
+                 "state", "reason", "role", "msg", "receivers"]
+BOOL_FIELDS = ["reliable", "retransmission", "accepted"]
+CORRUPT = "_corrupt_record"
+FIELDS: List[Tuple[str, str]] = ([(f, "long") for f in LONG_FIELDS] + [(f, "string") for f in STRING_FIELDS]
+                                 + [(f, "bool") for f in BOOL_FIELDS] + [(CORRUPT, "string")])
+
+# a list or object value, up to two levels of nesting, its strings skipped whole (a ] or } inside
+# a name does not end it), never past the end of its line: it becomes a JSON string holding the same text
+_STRING = rb'"(?:[^"\\\n]|\\.)*"'
+_FLAT_LIST = rb'\[(?:[^\[\]{}"\n]|' + _STRING + rb')*\]'
+_FLAT_OBJECT = rb'\{(?:[^\[\]{}"\n]|' + _STRING + rb')*\}'
+_INNER = rb'(?:[^\[\]{}"\n]|' + _STRING + rb'|' + _FLAT_LIST + rb'|' + _FLAT_OBJECT + rb')*'
+_START = re.compile(rb'":[\[{]')
+_VALUE = re.compile(rb'\[' + _INNER + rb'\]|\{' + _INNER + rb'\}')
+_MAX_INT64 = (1 << 63) - 1
+
+
+def arrow_schema():
+    import pyarrow as pa
+
+    types = {"long": pa.int64(), "string": pa.string(), "bool": pa.bool_()}
+    return pa.schema([(name, types[t]) for name, t in FIELDS])
+
+
+def stringify_nested(data: bytes) -> bytes:
+    """The bytes with every list or object value written as a JSON string of the same text."""
+    out, pos = [], 0
+    for start in _START.finditer(data):
+        at = start.start() + 2
+        if at < pos or data[start.start() - 1:start.start()] == b"\\":  # inside a value, or an escaped quote
+            continue
+        value = _VALUE.match(data, at)
+        if value is None:  # nested deeper than the pattern follows: Arrow will refuse the line
+            continue
+        out += [data[pos:at], b'"', value.group().replace(b"\\", b"\\\\").replace(b'"', b'\\"'), b'"']
+        pos = value.end()
+    if not out:
+        return data
+    out.append(data[pos:])
+    return b"".join(out)
+
+
+def read_log(data: bytes):
+    """(table, unreadable lines) of one JSON-lines file's bytes."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    schema = arrow_schema()
+    if not data or data.isspace():
+        return schema.empty_table(), 0
+    text = stringify_nested(data)
+    try:
+        table = pj.read_json(io.BytesIO(text), read_options=pj.ReadOptions(use_threads=False, block_size=64 << 20),
+                             parse_options=pj.ParseOptions(explicit_schema=pa.schema(list(schema)[:-1]),
+                                                           unexpected_field_behavior="ignore"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return read_lines(data)
+    table = table.append_column(CORRUPT, pa.nulls(table.num_rows, pa.string()))
+    return table.select(schema.names).cast(schema), 0
+
+
+def read_lines(data: bytes):
+    """(table, unreadable lines), line by line in Python: the path for a file Arrow refused."""
+    import pyarrow as pa
+
+    schema = arrow_schema()
+    columns = {name: [] for name, _ in FIELDS}
+    bad = 0
+    for raw in data.split(b"\n"):
+        line = raw.strip()
+        if not line:
+            continue
+        row, ok = _parse_line(line)
+        if not ok:
+            bad += 1
+            row[CORRUPT] = raw.rstrip(b"\r").decode("utf-8", "replace")
+        for name in columns:
+            columns[name].append(row.get(name))
+    return pa.table({name: pa.array(values, schema.field(name).type) for name, values in columns.items()},
+                    schema=schema), bad
+
+
+def _parse_line(line: bytes):
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return {}, False
+    if not isinstance(obj, dict):
+        return {}, False
+    row, ok = {}, True
+    for name, kind in FIELDS[:-1]:
+        if name not in obj or obj[name] is None:
+            continue
+        value = obj[name]
+        if kind == "long":
+            if isinstance(value, int) and not isinstance(value, bool) and -_MAX_INT64 - 1 <= value <= _MAX_INT64:
+                row[name] = value
+            else:
+                ok = False
+        elif kind == "bool":
+            if isinstance(value, bool):
+                row[name] = value
+            else:
+                ok = False
+        else:
+            row[name] = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return row, ok
