@@ -19,6 +19,7 @@ import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
 from agents.wire import MessageType
@@ -144,48 +145,18 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, engine: st
                     .toPandas())  # the AbC graph-colouring example's outcome (few rows)
 
     files.sort(key=lambda f: (f["run"], f["file"]))  # the report lists them in one order, whatever the engine
-    prog.stage("checks")
-    from .abc import abc_measures
-    from .checkers import check_all
-    from .history import gossip_measures, prepared_history
-    checks: Dict[str, list] = {}
-    gossip: Dict[str, dict] = {}
-    for r in runs:
-        prepared = prepared_history(c.data[r.run_id], r.manifest)  # the checks' and the gossip measures'
-        declared = any(col in prepared.sends.columns for col in ("vc", "deps"))
-        derive = causal == "derive" or (causal == "auto" and (declared or prepared.D <= CAUSAL_AUTO_LIMIT))
-        checks[r.run_id] = check_all(prepared, causal=derive)
-        gossip[r.run_id] = gossip_measures(prepared, r.manifest, c.gossip_wire(r.run_id))
-
-    results: Dict[str, dict] = {}
-    for r in runs:
-        rid = r.run_id
-        mine = [f for f in files if f["run"] == rid]
-        damage = []
-        for f in mine:
-            for d in json.loads(f["file_damage"] or "[]"):
-                damage.append({"file": f["file"], **d})
-        results[rid] = {
-            "results_version": RESULTS_VERSION,
-            "run": _run_summary(r),
-            "input": {
-                "pcaps": {f["node"]: {"file": f["file"], "records": int(f["file_records"] or 0),
-                                      "other_traffic": int(f["file_other"] or 0)} for f in mine},
-                "testbed_packets": sum(int(f["file_records"] or 0) - int(f["file_other"] or 0) for f in mine),
-                "other_packets": sum(int(f["file_other"] or 0) for f in mine),
-                "damage": damage,
-                "unreadable_log_lines": corrupt.get(rid, 0),
-            },
-            "messages": c.message_level(rid),
-            "overhead": c.overhead(rid),
-            "application": c.application_level(rid),
-            "gossip": gossip.get(rid, {}),
-            "abc": abc_measures(*c.data[rid].frames({int(MessageType.ABC_DATA)}), r.manifest,
-                                coloured[coloured["run"] == rid]),
-            "checks": checks.get(rid, []),
-            "per_node": c.per_node(rid),
-            "series": c.series(rid),
-        }
+    # the property checks run in a thread beside the measures: both are numpy on the same codes,
+    # and numpy lets go of the GIL in its loops, so the two share the cores
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checks")
+    try:
+        pending = {r.run_id: pool.submit(_check_run, c.data[r.run_id], r, c.gossip_wire(r.run_id), causal)
+                   for r in runs}
+        results = _measures(runs, c, files, corrupt, coloured)
+        prog.stage("checks")
+        for rid, done in pending.items():
+            results[rid]["checks"], results[rid]["gossip"] = done.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     if len(runs) > 1:
         comparison = compare(results)
         for res in results.values():
@@ -212,6 +183,53 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, engine: st
     if raw is not None:
         raw.unpersist()
     prog.done()
+    return results
+
+
+def _check_run(data, r: RunInfo, wire: dict, causal: str):
+    """(checks, gossip measures) of one run, from the checkers' history of its codes."""
+    from .checkers import check_all
+    from .history import gossip_measures, prepared_history
+
+    prepared = prepared_history(data, r.manifest)  # the checks' and the gossip measures'
+    declared = any(col in prepared.sends.columns for col in ("vc", "deps"))
+    derive = causal == "derive" or (causal == "auto" and (declared or prepared.D <= CAUSAL_AUTO_LIMIT))
+    return check_all(prepared, causal=derive), gossip_measures(prepared, r.manifest, wire)
+
+
+def _measures(runs: List[RunInfo], c, files: List[dict], corrupt: Dict[str, int], coloured) -> Dict[str, dict]:
+    """results.json of every run but its checks and gossip measures."""
+    from .abc import abc_measures
+
+    results: Dict[str, dict] = {}
+    for r in runs:
+        rid = r.run_id
+        mine = [f for f in files if f["run"] == rid]
+        damage = []
+        for f in mine:
+            for d in json.loads(f["file_damage"] or "[]"):
+                damage.append({"file": f["file"], **d})
+        results[rid] = {
+            "results_version": RESULTS_VERSION,
+            "run": _run_summary(r),
+            "input": {
+                "pcaps": {f["node"]: {"file": f["file"], "records": int(f["file_records"] or 0),
+                                      "other_traffic": int(f["file_other"] or 0)} for f in mine},
+                "testbed_packets": sum(int(f["file_records"] or 0) - int(f["file_other"] or 0) for f in mine),
+                "other_packets": sum(int(f["file_other"] or 0) for f in mine),
+                "damage": damage,
+                "unreadable_log_lines": corrupt.get(rid, 0),
+            },
+            "messages": c.message_level(rid),
+            "overhead": c.overhead(rid),
+            "application": c.application_level(rid),
+            "gossip": None,  # filled in by the checks' thread
+            "abc": abc_measures(*c.data[rid].frames({int(MessageType.ABC_DATA)}), r.manifest,
+                                coloured[coloured["run"] == rid]),
+            "checks": None,
+            "per_node": c.per_node(rid),
+            "series": c.series(rid),
+        }
     return results
 
 

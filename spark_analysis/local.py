@@ -7,8 +7,8 @@ first, dealt out over the cores. Each task:
   (pyarrow) and reduces it (spark_analysis.reduce) to its receptions, wire sends and packet counts;
 - for a log: reads it (spark_analysis.logreader), writes its rows of events.parquet and keeps its
   application sends (with their intended receivers), deliveries and graph-colouring outcomes.
-The reduced rows are handed over as Arrow IPC files in a scratch directory; only a one-row summary
-per file (records, other traffic, damage, unreadable lines) goes back through Spark. The driver
+The reduced rows are handed over as Arrow IPC files in a scratch directory; only a summary per file
+(records, other traffic, damage, unreadable lines) goes back through Spark. The driver
 memory-maps the hand-over files and gets the very tables the general path's Spark actions return
 (RunMetrics.collect), with the same columns, without moving millions of rows through the JVM or
 parsing and decoding anything twice.
@@ -29,8 +29,6 @@ from typing import Dict, List, Optional
 from .inputs import RunInfo, local_path
 from .pcapreader import COLUMNS, local_addresses, read_file
 
-SUMMARY = [("run", "string"), ("kind", "string"), ("file", "string"), ("node", "string"), ("records", "long"),
-           ("other", "long"), ("damage", "string"), ("rows", "long"), ("unreadable", "long")]
 SEND_COLUMNS = ["run", "origin", "seq", "type", "t", "intended", "message_id", "order", "sequencer", "priority",
                 "vc", "deps", "receivers", "wanted_ns"]
 DELIVERY_COLUMNS = ["run", "node", "origin", "seq", "type", "t", "produced_ns", "hops", "accepted"]
@@ -94,33 +92,38 @@ def _run_tasks(spark, plan, items) -> List[dict]:
     slots = spark.sparkContext.defaultParallelism
     slices = max(1, min(len(items), 2 * slots))
     items.sort(key=lambda item: -item[3])
-    # the biggest first, dealt round-robin: Spark cuts the list into contiguous slices
+    # the biggest first, dealt round-robin: Spark cuts the list into contiguous slices. An RDD job,
+    # not a DataFrame one: its first run costs about 2 s instead of 6 (no SQL planning, no Arrow
+    # serialiser), and only a summary per file comes back
     dealt = [items[i][:3] for s in range(slices) for i in range(s, len(items), slices)]
-    rdd = spark.sparkContext.parallelize(dealt, slices)
-    df = spark.createDataFrame(rdd, "run string, kind string, path string")
-    schema = ", ".join(f"{name} {t}" for name, t in SUMMARY)
-    return [row.asDict() for row in df.mapInArrow(_tasks(plan), schema).collect()]
+    return spark.sparkContext.parallelize(dealt, slices).mapPartitions(_tasks(plan)).collect()
 
 
 def _tasks(plan):
-    """The mapInArrow function: (run, kind, path) rows -> one summary row per file."""
+    """The task function: (run, kind, path) items -> one summary dict per file."""
 
-    def run(batches):
-        import pyarrow as pa
-
-        schema = pa.schema([(name, pa.string() if t == "string" else pa.int64()) for name, t in SUMMARY])
-        for batch in batches:
-            for uri, kind, path in zip(*(batch.column(c).to_pylist() for c in ("run", "kind", "path"))):
-                info = plan[uri]
-                summary = pcap_task(info, path) if kind == "pcap" else log_task(info, path)
-                summary.update(run=info["run_id"], kind=kind, file=path)
-                yield pa.RecordBatch.from_pylist([summary], schema=schema)
+    def run(items):
+        for uri, kind, path in items:
+            info = plan[uri]
+            summary = pcap_task(info, path) if kind == "pcap" else log_task(info, path)
+            summary.update(run=info["run_id"], kind=kind, file=path)
+            yield summary
 
     return run
 
 
 def _stem(path: str) -> str:
     return os.path.basename(path).rsplit(".", 1)[0]
+
+
+def _write_parquet(table, path: str, statistics: List[str]) -> None:
+    """A table's part file: dictionaries for its names (not for times and numbers, which are mostly
+    distinct), min/max statistics for the columns a reader filters on; 40% less time than the defaults."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = [f.name for f in table.schema if pa.types.is_string(f.type)]
+    pq.write_table(table, path, use_dictionary=names, write_statistics=statistics)
 
 
 def _write_ipc(table, path: str) -> None:
@@ -134,7 +137,6 @@ def pcap_task(info: dict, path: str) -> dict:
     """Decode one capture; write its packets and hand over its reduced rows."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from . import reduce as rd
 
@@ -150,8 +152,9 @@ def pcap_task(info: dict, path: str) -> dict:
         return pa.table({**head, **cols})
 
     if n:
-        pq.write_table(named({name: c[name] for name, _ in COLUMNS}, n),
-                       os.path.join(info["out"], "packets.parquet", f"part-{stem}.parquet"))
+        _write_parquet(named({name: c[name] for name, _ in COLUMNS}, n),
+                       os.path.join(info["out"], "packets.parquet", f"part-{stem}.parquet"),
+                       ["run", "node", "ts_ns", "direction", "type", "origin", "seq"])
         r = rd.receptions(c)
         if len(r["t"]):
             _write_ipc(named(r, len(r["t"])), os.path.join(info["hand"], f"receptions-{stem}.arrow"))
@@ -171,7 +174,6 @@ def log_task(info: dict, path: str) -> dict:
     """Read one log; write its events and hand over its sends, deliveries and colourings."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     from .logreader import read_log
 
@@ -182,7 +184,8 @@ def log_task(info: dict, path: str) -> dict:
     if not n:
         return {"node": stem, "records": 0, "other": 0, "damage": "[]", "rows": 0, "unreadable": unreadable}
     table = table.append_column("run", pa.repeat(pa.scalar(info["run_id"]), n))
-    pq.write_table(table, os.path.join(info["out"], "events.parquet", f"part-{stem}.parquet"))
+    _write_parquet(table, os.path.join(info["out"], "events.parquet", f"part-{stem}.parquet"),
+                   ["run", "node", "event", "t", "type", "origin", "seq"])
 
     event = table.column("event")
     sends = table.filter(pc.and_(pc.and_(pc.equal(event, "send"), pc.equal(table.column("origin"), table.column("node"))),

@@ -5,14 +5,16 @@ reader): fields an event does not have are null; `to`, `eligible`, `receivers`, 
 keep their JSON text (a name, or the text of a list or object); fields the schema does not name
 are ignored.
 
-The fast path is Arrow's C++ JSON reader. It wants one type per field, and `to` is a name on one
-line and a list on another, so every list or object value is first turned into a JSON string in
-the bytes themselves (a regular expression finds them). Arrow refuses a whole file
-for a single line it cannot take (a line cut short by a node that died, a number where a name
-belongs, a line that is not an object); such a file is read line by line instead, with the rules
-of Spark's PERMISSIVE mode: a line that is not a JSON object keeps only its text, in
-`_corrupt_record`; a line with a field of the wrong type keeps the fields that fit and its text;
-both count as unreadable lines in the report.
+The fast path is Arrow's C++ JSON reader, letting it infer each field's type (it then builds only
+the columns a file has, much faster than filling every column of the schema). It wants one type
+per field, and `to` is a name on one line and a list on another, so every list or object value is
+first turned into a JSON string in the bytes themselves (a regular expression finds them). Arrow
+refuses a whole file for a single line it cannot take (a line cut short by a node that died, a
+number where another line has a name, a line that is not an object), and a file whose inferred
+types Spark would read differently (a fraction, a date-like name) is refused here; such a file is
+read line by line instead, with the rules of Spark's PERMISSIVE mode: a line that is not a JSON
+object keeps only its text, in `_corrupt_record`; a line with a field of the wrong type keeps the
+fields that fit and its text; both count as unreadable lines in the report.
 """
 
 from __future__ import annotations
@@ -77,13 +79,36 @@ def read_log(data: bytes):
         return schema.empty_table(), 0
     text = stringify_nested(data)
     try:
-        table = pj.read_json(io.BytesIO(text), read_options=pj.ReadOptions(use_threads=False, block_size=64 << 20),
-                             parse_options=pj.ParseOptions(explicit_schema=pa.schema(list(schema)[:-1]),
-                                                           unexpected_field_behavior="ignore"))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        # the reader infers each field's type: building only the columns a file has is faster
+        # than filling all of the schema's; a type Spark would not take the same way sends the
+        # file down the line-by-line path
+        read = pj.read_json(io.BytesIO(text), read_options=pj.ReadOptions(use_threads=False, block_size=64 << 20),
+                            parse_options=pj.ParseOptions(unexpected_field_behavior="infer"))
+        columns = [_column(read, name, schema.field(name).type) for name in schema.names[:-1]]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, _Refused):
         return read_lines(data)
-    table = table.append_column(CORRUPT, pa.nulls(table.num_rows, pa.string()))
-    return table.select(schema.names).cast(schema), 0
+    columns.append(pa.nulls(read.num_rows, pa.string()))
+    return pa.Table.from_arrays(columns, schema=schema), 0
+
+
+class _Refused(Exception):
+    pass
+
+
+def _column(table, name: str, want):
+    """The table's column `name` as type `want`: absent or all null -> nulls; integers and
+    booleans as text where a name belongs (as Spark keeps them); any other mismatch refused."""
+    import pyarrow as pa
+
+    if name not in table.column_names:
+        return pa.nulls(table.num_rows, want)
+    col = table.column(name)
+    if col.type == want:
+        return col
+    if pa.types.is_null(col.type) or (pa.types.is_string(want) and (pa.types.is_int64(col.type)
+                                                                    or pa.types.is_boolean(col.type))):
+        return col.cast(want)
+    raise _Refused(name)
 
 
 def read_lines(data: bytes):

@@ -289,6 +289,32 @@ ODD_LOG_LINES = (b'\n{"t":1795401004101458519,"node":"c3","event":"state","state
 ODD_UNREADABLE = 4
 
 
+ODD_LOGS = [b'{"t":1,"node":"a","msg":"2024-01-01"}\n{"t":2,"node":"b","msg":"x"}\n',
+            b'{"t":2.0,"node":"a"}\n', b'{"t":1e3}\n',
+            b'{"t":1,"reason":true,"origin":5}\n{"t":2,"reason":false,"origin":6}\n',
+            b'{"t":1,"pid":1}\n{"t":2,"pid":"x"}\n',
+            b'{"t":1,"colour":null,"to":[]}\n{"t":2,"to":{}}\n', b'{"t":1,"to":[[[1]]]}\n',
+            b'{"t":1,"reliable":true}\r\n{"t":2,"seq":-5,"hops":0}\r\n', b'{"t":1,"node":"\\u00e9\\n"}\n',
+            b'{"t":1,"x":{"y":[1,{"z":2}]}}\n', b'{"t":99999999999999999999}\n{"t":1}', b'\n\n',
+            ODD_LOG_LINES]
+
+
+def test_log_reader_reads_every_line_as_sparks_json_reader_does(spark, tmp_path):
+    """Arrow's reader with inferred types, the line-by-line path for files it refuses, and Spark's
+    PERMISSIVE JSON reader: the same rows, the same text for unreadable lines."""
+    from spark_analysis.inputs import event_schema
+    from spark_analysis.logreader import CORRUPT, read_log
+
+    for i, data in enumerate(ODD_LOGS):
+        (tmp_path / str(i)).mkdir()
+        (tmp_path / str(i) / "n.jsonl").write_bytes(data)
+        theirs = [r.asDict() for r in spark.read.schema(event_schema()).option("mode", "PERMISSIVE")
+                  .option("columnNameOfCorruptRecord", CORRUPT).json(str(tmp_path / str(i) / "*.jsonl")).collect()]
+        table, unreadable = read_log(data)
+        assert table.to_pylist() == theirs, data
+        assert unreadable == sum(r[CORRUPT] is not None for r in theirs), data
+
+
 def test_local_engine_equals_spark_reading_and_writing_everything(synthetic, spark, tmp_path):
     """The local engine (each task decodes, parses and writes its file's rows itself, the driver
     reads Arrow files) against the general path (Spark reads the pcaps and logs and writes the
