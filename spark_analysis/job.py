@@ -149,8 +149,7 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, engine: st
     # and numpy lets go of the GIL in its loops, so the two share the cores
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checks")
     try:
-        pending = {r.run_id: pool.submit(_check_run, c.data[r.run_id], r, c.gossip_wire(r.run_id), causal)
-                   for r in runs}
+        pending = {r.run_id: pool.submit(_check_run, c, r, causal) for r in runs}
         results = _measures(runs, c, files, corrupt, coloured)
         prog.stage("checks")
         for rid, done in pending.items():
@@ -186,15 +185,15 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, engine: st
     return results
 
 
-def _check_run(data, r: RunInfo, wire: dict, causal: str):
+def _check_run(c, r: RunInfo, causal: str):
     """(checks, gossip measures) of one run, from the checkers' history of its codes."""
     from .checkers import check_all
     from .history import gossip_measures, prepared_history
 
-    prepared = prepared_history(data, r.manifest)  # the checks' and the gossip measures'
+    prepared = prepared_history(c.data[r.run_id], r.manifest)  # the checks' and the gossip measures'
     declared = any(col in prepared.sends.columns for col in ("vc", "deps"))
     derive = causal == "derive" or (causal == "auto" and (declared or prepared.D <= CAUSAL_AUTO_LIMIT))
-    return check_all(prepared, causal=derive), gossip_measures(prepared, r.manifest, wire)
+    return check_all(prepared, causal=derive), gossip_measures(prepared, r.manifest, c.gossip_wire(r.run_id))
 
 
 def _measures(runs: List[RunInfo], c, files: List[dict], corrupt: Dict[str, int], coloured) -> Dict[str, dict]:

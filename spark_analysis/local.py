@@ -33,6 +33,7 @@ SEND_COLUMNS = ["run", "origin", "seq", "type", "t", "intended", "message_id", "
                 "vc", "deps", "receivers", "wanted_ns"]
 DELIVERY_COLUMNS = ["run", "node", "origin", "seq", "type", "t", "produced_ns", "hops", "accepted"]
 COLOURED_COLUMNS = ["run", "node", "colour", "round", "t"]
+ENCODED = ("node", "origin", "type")  # names the driver codes (a dictionary per file)
 COUNT_COLUMNS = ["packets", "bytes", "header_bytes", "retransmissions", "relayed"]
 
 
@@ -145,10 +146,11 @@ def pcap_task(info: dict, path: str) -> dict:
     parsed = read_file(path, info["node_ids"].get(node, 0), None if local is None else np.array(local, np.int64))
     c, n = parsed.columns, parsed.packets
 
-    def named(cols: Dict[str, object], rows: int, with_node: bool = True):
+    def named(cols: Dict[str, object], rows: int, with_node: bool = True, encoded: bool = False):
         head = {"run": pa.repeat(pa.scalar(info["run_id"]), rows)}
         if with_node:
-            head["node"] = pa.repeat(pa.scalar(node), rows)
+            head["node"] = (pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, np.int32)), pa.array([node]))
+                            if encoded else pa.repeat(pa.scalar(node), rows))
         return pa.table({**head, **cols})
 
     if n:
@@ -157,7 +159,7 @@ def pcap_task(info: dict, path: str) -> dict:
                        ["run", "node", "ts_ns", "direction", "type", "origin", "seq"])
         r = rd.receptions(c)
         if len(r["t"]):
-            _write_ipc(named(r, len(r["t"])), os.path.join(info["hand"], f"receptions-{stem}.arrow"))
+            _write_ipc(named(r, len(r["t"]), encoded=True), os.path.join(info["hand"], f"receptions-{stem}.arrow"))
         s = rd.sends(c)
         if len(s["t"]):
             t = pa.array(s["t"], pa.int64(), mask=~s["t_valid"])
@@ -192,14 +194,26 @@ def log_task(info: dict, path: str) -> dict:
                                  pc.equal(pc.fill_null(table.column("hops"), 0), 0)))
     if sends.num_rows:
         sends = sends.append_column("intended", intended_receivers(sends, info["peers"]))
-        _write_ipc(sends.select(SEND_COLUMNS), os.path.join(info["hand"], f"sends-{stem}.arrow"))
+        _write_ipc(_names_encoded(sends.select(SEND_COLUMNS)), os.path.join(info["hand"], f"sends-{stem}.arrow"))
     deliveries = table.filter(pc.equal(event, "deliver"))
     if deliveries.num_rows:
-        _write_ipc(deliveries.select(DELIVERY_COLUMNS), os.path.join(info["hand"], f"deliveries-{stem}.arrow"))
+        _write_ipc(_names_encoded(deliveries.select(DELIVERY_COLUMNS)),
+                   os.path.join(info["hand"], f"deliveries-{stem}.arrow"))
     coloured = table.filter(pc.equal(table.column("state"), "coloured"))
     if coloured.num_rows:
         _write_ipc(coloured.select(COLOURED_COLUMNS), os.path.join(info["hand"], f"coloured-{stem}.arrow"))
     return {"node": stem, "records": n, "other": 0, "damage": "[]", "rows": n, "unreadable": unreadable}
+
+
+def _names_encoded(table):
+    """The node and type names as dictionary columns: the driver codes a file's few distinct
+    names instead of hashing millions of strings (metrics.Names.encode)."""
+    import pyarrow.compute as pc
+
+    for i, name in enumerate(table.column_names):
+        if name in ENCODED:
+            table = table.set_column(i, name, pc.dictionary_encode(table.column(i)))
+    return table
 
 
 def intended_receivers(sends, peers: Dict[str, List[str]]):
@@ -269,9 +283,10 @@ def _gather(runs: List[RunInfo], plan, summaries: List[dict], pa) -> Inputs:
                     tables.append(pa.ipc.open_file(pa.memory_map(os.path.join(hand, name))).read_all())
         return pa.concat_tables(tables) if tables else schema.empty_table()
 
-    sends = load("sends", _send_schema(pa))
-    deliveries = load("deliveries", _event_subschema(pa, DELIVERY_COLUMNS))
-    receptions = load("receptions", pa.schema([("run", pa.string()), ("node", pa.string()), ("origin", pa.int32()),
+    names = pa.dictionary(pa.int32(), pa.string())
+    sends = load("sends", _encoded(pa, _send_schema(pa)))
+    deliveries = load("deliveries", _encoded(pa, _event_subschema(pa, DELIVERY_COLUMNS)))
+    receptions = load("receptions", pa.schema([("run", pa.string()), ("node", names), ("origin", pa.int32()),
                                                ("seq", pa.int64()), ("type", pa.int16())]
                                               + [(c, pa.int64()) for c in ("t", "frags", "copies", "frag_count")]))
     wire = load("wire", pa.schema([("run", pa.string()), ("origin", pa.int32()), ("seq", pa.int64()),
@@ -290,6 +305,11 @@ def _gather(runs: List[RunInfo], plan, summaries: List[dict], pa) -> Inputs:
         else:
             unreadable[s["run"]] += int(s["unreadable"] or 0)
     return Inputs(files, unreadable, sends, deliveries, receptions, wire, pd.DataFrame(packets), coloured)
+
+
+def _encoded(pa, schema):
+    return pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), pa.string())) if f.name in ENCODED else f
+                      for f in schema])
 
 
 def _event_subschema(pa, columns: List[str]):

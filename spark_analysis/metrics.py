@@ -30,13 +30,14 @@ Definitions (written down in docs/ANALYSIS.md):
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from functools import cached_property
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 from agents.wire import MessageType
 
-from .checkers import _lookup, _unique
+from .checkers import _lookup, _order_by, _unique
 from .pcapreader import DIR_FORWARDED, DIR_IN, DIR_OUT
 from .reduce import DATA_TYPES, L2_L3_L4_HEADERS  # noqa: F401 (the header size: documented here, counted there)
 
@@ -158,15 +159,19 @@ class Names:
         return self.code[name]
 
     def encode(self, col) -> np.ndarray:
-        """Codes of a string Arrow column (-1 for null), one dictionary lookup per distinct name."""
+        """Codes of a string Arrow column (-1 for null), one dictionary lookup per distinct name
+        and chunk; a dictionary column (the local engine's tasks encode their names) is not
+        hashed again."""
         import pyarrow as pa
         import pyarrow.compute as pc
-        if isinstance(col, pa.ChunkedArray):
-            col = col.combine_chunks() if col.num_chunks else pa.array([], pa.string())
-        enc = pc.dictionary_encode(col)
-        lut = np.array([self.add(n) for n in enc.dictionary.to_pylist()] + [-1], np.int64)
-        idx = _np(enc.indices, fill=len(lut) - 1)
-        return lut[idx]
+        chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+        out = []
+        for chunk in chunks:
+            if not pa.types.is_dictionary(chunk.type):
+                chunk = pc.dictionary_encode(chunk)
+            lut = np.array([-1 if n is None else self.add(n) for n in chunk.dictionary.to_pylist()] + [-1], np.int64)
+            out.append(lut[_np(chunk.indices, fill=len(lut) - 1)])
+        return np.concatenate(out) if len(out) > 1 else (out[0] if out else np.zeros(0, np.int64))
 
 
 def _type_codes(col, extra: Dict[int, str]) -> np.ndarray:
@@ -262,8 +267,6 @@ class RunData:
         self.d_t = _np(deliveries.column("t"))
         self.d_key = _message_keys(self.d_origin, self.d_type, np.where(self.d_seq_valid, self.d_seq, -1))
         self.d_msg = _lookup(self.m_key, self.d_key)
-        # every delivered message (sent or not) numbered, for distinct (message, node) counts
-        self.dm_key, self.d_any = _unique(self.d_key, return_inverse=True)
         self.d_produced = _np(deliveries.column("produced_ns"))
         self.d_produced_valid = _valid(deliveries.column("produced_ns"))
         self.d_hops = _np(deliveries.column("hops"))
@@ -316,6 +319,20 @@ class RunData:
         self.p_latency = (self.p_recv_t - self.send_t[self.p_send]) if len(hit) else np.zeros(0, np.int64)
         self.p_type = self.s_type[self.p_send] if len(hit) else np.zeros(0, np.int64)
         self.p_msg = self.s_msg[self.p_send] if len(hit) else np.zeros(0, np.int64)
+
+    @cached_property
+    def delivered_messages(self) -> Tuple[np.ndarray, np.ndarray]:
+        """(keys, code per delivery): every delivered message (sent or not) numbered, for
+        distinct (message, node) counts; computed once, by whichever measure asks first."""
+        return _unique(self.d_key, return_inverse=True)
+
+    @property
+    def dm_key(self) -> np.ndarray:
+        return self.delivered_messages[0]
+
+    @property
+    def d_any(self) -> np.ndarray:
+        return self.delivered_messages[1]
 
     # -- names ---------------------------------------------------------------------------------
 
@@ -437,7 +454,7 @@ class Collected:
         if not sel.any():
             return {"mean_ms": None, "std_ms": None, "receivers": 0}
         node, t = d.p_node[sel], d.p_recv_t[sel]
-        order = np.lexsort((t, node))
+        order = _order_by(node, t)
         node, t = node[order], t[order]
         same = node[1:] == node[:-1]
         gaps = np.diff(t)[same].astype(np.float64)
