@@ -51,7 +51,7 @@ class Progress:
         self._stage, self._began = name, now
         if self.enabled and name:
             i = self.stages.index(name) + 1 if name in self.stages else 0
-            print(f"\ranalyze [{i}/{len(self.stages)}] {name:<18} {now - self.start:6.1f}s", end="", file=sys.stderr,
+            print(f"\ranalyze [{i}/{len(self.stages)}] {name:<22} {now - self.start:6.1f}s", end="", file=sys.stderr,
                   flush=True)
 
     def done(self) -> None:
@@ -76,12 +76,18 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
     the files and writes the tables), which the tests hold the local engine to."""
     if engine not in ("auto", "spark"):
         raise ValueError(f"engine {engine!r}: auto or spark")
+    from . import local
+    uris = [normalise(u) for u in run_dirs]
     prog = Progress(progress)
+    if engine == "auto" and local.applies(spark.sparkContext.master if spark else master or "local", uris):
+        prog.stages = LOCAL_STAGES
     prog.stage("starting Spark")
     from .session import spark_session
     spark = spark or spark_session(master)
+    use_local = engine == "auto" and local.applies(spark.sparkContext.master, uris)
+    prog.stages = LOCAL_STAGES if use_local else STAGES
     prog.stage("reading manifests")
-    runs = [read_manifest(spark, normalise(u)) for u in run_dirs]
+    runs = [read_manifest(spark, u) for u in uris]
     seen: Dict[str, str] = {}
     for r in runs:
         if r.run_id in seen:
@@ -89,7 +95,7 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
                                 f"analyse them separately")
         seen[r.run_id] = r.uri
     try:
-        return _analyze(spark, runs, prog, causal, engine)
+        return _analyze(spark, runs, prog, causal, use_local)
     except BaseException:
         for r in runs:  # a failed or interrupted analysis leaves no half-written report behind
             try:
@@ -99,7 +105,7 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
         raise
 
 
-def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, engine: str) -> Dict[str, dict]:
+def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local: bool) -> Dict[str, dict]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -110,9 +116,7 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, engine: st
     for r in runs:
         _remove(spark, partial[r.run_id])
     raw = None
-    if engine == "auto" and local.applies(spark, runs):
-        # the tasks decode, reduce and write the tables themselves and hand over Arrow files
-        prog.stages = LOCAL_STAGES
+    if use_local:  # the tasks decode, reduce and write the tables themselves and hand over Arrow files
         prog.stage("reading pcaps and logs")
         inputs = local.read_inputs(spark, runs, partial)
         files, corrupt, coloured = inputs.files, inputs.unreadable, inputs.coloured

@@ -37,9 +37,9 @@ ENCODED = ("node", "origin", "type")  # names the driver codes (a dictionary per
 COUNT_COLUMNS = ["packets", "bytes", "header_bytes", "retransmissions", "relayed"]
 
 
-def applies(spark, runs: List[RunInfo]) -> bool:
+def applies(master: str, uris: List[str]) -> bool:
     """True when the local engine can analyse the runs: a local master and local run directories."""
-    return spark.sparkContext.master.startswith("local") and all(local_path(r.uri) is not None for r in runs)
+    return master.startswith("local") and all(local_path(u) is not None for u in uris)
 
 
 @dataclass
