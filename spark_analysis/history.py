@@ -121,15 +121,12 @@ def prepared_history(d, manifest: dict) -> Prepared:
     # counterexamples, whatever order the rows arrived in
     keep = keep[np.argsort(d.s_key[keep], kind="stable")]
     M = len(keep)
-    key = d.s_key[keep]
-    order = np.argsort(key, kind="stable")
-    sk = key[order]
+    sk = d.s_key[keep]  # sorted
     if M > 1 and (sk[1:] == sk[:-1]).any():
         dup = sk[1:][sk[1:] == sk[:-1]][:5]
-        names = [_msg_name(d, int(keep[order][np.searchsorted(sk, k)])) for k in dup]
+        names = [_msg_name(d, int(keep[np.searchsorted(sk, k)])) for k in dup]
         raise ValueError(f"sends has duplicate msg ids: {names}")
-    pos = _lookup(sk, d.d_key)
-    d_msg = np.where(pos >= 0, order[np.maximum(pos, 0)], -1) if len(pos) else np.zeros(0, np.int64)
+    d_msg = _lookup(sk, d.d_key)  # message code, -1 for none
     # phantoms: deliveries of messages no judged send names, numbered after the sends
     ph = d_msg < 0
     phantom_ids: List[str] = []

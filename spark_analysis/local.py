@@ -59,8 +59,6 @@ class Inputs:
 def read_inputs(spark, runs: List[RunInfo], partial: Dict[str, str]) -> Inputs:
     """Run the job: every pcap and log of the runs; packets.parquet and events.parquet are written
     into each run's partial report directory (partial: run id -> its URI, local here)."""
-    import pyarrow as pa
-
     scratch = tempfile.mkdtemp(prefix="testbed-analyze-")
     try:
         plan, items = {}, []
@@ -82,7 +80,7 @@ def read_inputs(spark, runs: List[RunInfo], partial: Dict[str, str]) -> Inputs:
                     items += [(r.uri, kind, os.path.join(folder, f), os.path.getsize(os.path.join(folder, f)))
                               for f in sorted(os.listdir(folder)) if f.endswith(suffix)]
         summaries = _run_tasks(spark, plan, items)
-        return _gather(runs, plan, summaries, pa)
+        return _gather(runs, plan, summaries)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -169,7 +167,7 @@ def pcap_task(info: dict, path: str) -> dict:
         if len(k["packets"]):
             _write_ipc(named(k, len(k["packets"])), os.path.join(info["hand"], f"counts-{stem}.arrow"))
     return {"node": node, "records": parsed.records, "other": parsed.other, "damage": json.dumps(parsed.damage),
-            "rows": n, "unreadable": 0}
+            "unreadable": 0}
 
 
 def log_task(info: dict, path: str) -> dict:
@@ -184,14 +182,15 @@ def log_task(info: dict, path: str) -> dict:
         table, unreadable = read_log(fh.read())
     n = table.num_rows
     if not n:
-        return {"node": stem, "records": 0, "other": 0, "damage": "[]", "rows": 0, "unreadable": unreadable}
+        return {"node": stem, "records": 0, "other": 0, "damage": "[]", "unreadable": unreadable}
     table = table.append_column("run", pa.repeat(pa.scalar(info["run_id"]), n))
     _write_parquet(table, os.path.join(info["out"], "events.parquet", f"part-{stem}.parquet"),
                    ["run", "node", "event", "t", "type", "origin", "seq"])
 
     event = table.column("event")
-    sends = table.filter(pc.and_(pc.and_(pc.equal(event, "send"), pc.equal(table.column("origin"), table.column("node"))),
-                                 pc.equal(pc.fill_null(table.column("hops"), 0), 0)))
+    own = pc.equal(table.column("origin"), table.column("node"))
+    first_hop = pc.equal(pc.fill_null(table.column("hops"), 0), 0)
+    sends = table.filter(pc.and_(pc.and_(pc.equal(event, "send"), own), first_hop))
     if sends.num_rows:
         sends = sends.append_column("intended", intended_receivers(sends, info["peers"]))
         _write_ipc(_names_encoded(sends.select(SEND_COLUMNS)), os.path.join(info["hand"], f"sends-{stem}.arrow"))
@@ -202,7 +201,7 @@ def log_task(info: dict, path: str) -> dict:
     coloured = table.filter(pc.equal(table.column("state"), "coloured"))
     if coloured.num_rows:
         _write_ipc(coloured.select(COLOURED_COLUMNS), os.path.join(info["hand"], f"coloured-{stem}.arrow"))
-    return {"node": stem, "records": n, "other": 0, "damage": "[]", "rows": n, "unreadable": unreadable}
+    return {"node": stem, "records": n, "other": 0, "damage": "[]", "unreadable": unreadable}
 
 
 def _names_encoded(table):
@@ -259,8 +258,10 @@ def _intended(eligible: Optional[str], to: Optional[str], node: Optional[str], p
     return list(peers.get(node, [])) if node is not None else []
 
 
-def _gather(runs: List[RunInfo], plan, summaries: List[dict], pa) -> Inputs:
+def _gather(runs: List[RunInfo], plan, summaries: List[dict]) -> Inputs:
     import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     from .inputs import packet_schema_arrow
     from .logreader import arrow_schema
@@ -271,7 +272,6 @@ def _gather(runs: List[RunInfo], plan, summaries: List[dict], pa) -> Inputs:
                               ("events", arrow_schema().append(pa.field("run", pa.string())))):
             folder = os.path.join(info["out"], f"{table}.parquet")
             if not os.listdir(folder):
-                import pyarrow.parquet as pq
                 pq.write_table(schema.empty_table(), os.path.join(folder, "part-empty.parquet"))
 
     def load(prefix: str, schema):
