@@ -283,17 +283,13 @@ def _gather(runs: List[RunInfo], plan, summaries: List[dict]) -> Inputs:
                     tables.append(pa.ipc.open_file(pa.memory_map(os.path.join(hand, name))).read_all())
         return pa.concat_tables(tables) if tables else schema.empty_table()
 
-    names = pa.dictionary(pa.int32(), pa.string())
     sends = load("sends", _encoded(pa, _send_schema(pa)))
     deliveries = load("deliveries", _encoded(pa, _event_subschema(pa, DELIVERY_COLUMNS)))
-    receptions = load("receptions", pa.schema([("run", pa.string()), ("node", names), ("origin", pa.int32()),
-                                               ("seq", pa.int64()), ("type", pa.int16())]
-                                              + [(c, pa.int64()) for c in ("t", "frags", "copies", "frag_count")]))
-    wire = load("wire", pa.schema([("run", pa.string()), ("origin", pa.int32()), ("seq", pa.int64()),
-                                   ("type", pa.int16()), ("t", pa.int64()), ("tx", pa.int64())]))
-    counts = load("counts", pa.schema([("run", pa.string()), ("node", pa.string()), ("type", pa.int16()),
-                                       ("direction", pa.int8()), ("second", pa.int64())]
-                                      + [(c, pa.int64()) for c in COUNT_COLUMNS])).to_pandas()
+    receptions = _reduced_schema(pa, ["run", "node", "origin", "seq", "type", "t", "frags", "copies", "frag_count"])
+    receptions = load("receptions", receptions.set(1, pa.field("node", pa.dictionary(pa.int32(), pa.string()))))
+    wire = load("wire", _reduced_schema(pa, ["run", "origin", "seq", "type", "t", "tx"]))
+    counts = load("counts", _reduced_schema(pa, ["run", "node", "type", "direction", "second"] + COUNT_COLUMNS)
+                  ).to_pandas()
     packets = counts.groupby(["run", "node", "type", "direction", "second"], as_index=False)[COUNT_COLUMNS].sum()
     coloured = load("coloured", _event_subschema(pa, COLOURED_COLUMNS)).to_pandas()
 
@@ -305,6 +301,15 @@ def _gather(runs: List[RunInfo], plan, summaries: List[dict]) -> Inputs:
         else:
             unreadable[s["run"]] += int(s["unreadable"] or 0)
     return Inputs(files, unreadable, sends, deliveries, receptions, wire, pd.DataFrame(packets), coloured)
+
+
+def _reduced_schema(pa, columns: List[str]):
+    """The hand-over's columns of a reduced capture, typed as inputs.REDUCED_FIELDS types them."""
+    from .inputs import REDUCED_FIELDS
+
+    types = {"byte": pa.int8(), "string": pa.string(), "long": pa.int64(), "int": pa.int32(), "short": pa.int16()}
+    fields = {"run": pa.string(), "node": pa.string(), **{name: types[t] for name, t in REDUCED_FIELDS}}
+    return pa.schema([(c, fields[c]) for c in columns])
 
 
 def _encoded(pa, schema):
