@@ -31,6 +31,13 @@ class RunInfo:
         """The run's time zero (ns): the timeline's t0, else its start."""
         return int(self.manifest.get("t0_ns") or self.manifest.get("started_ns") or 0)
 
+    def capture_info(self) -> Dict[str, object]:
+        """What a task decoding this run's captures needs: its id, node ids, time zero and each
+        node's local addresses (pcapreader.local_addresses)."""
+        addresses = self.manifest.get("addresses", {})
+        return {"run_id": self.run_id, "node_ids": self.node_ids, "t0": self.t0,
+                "local": {n: local_addresses(intfs.values()) for n, intfs in addresses.items()}}
+
     @property
     def node_ids(self) -> Dict[str, int]:
         return self.manifest.get("node_ids", {})
@@ -215,9 +222,7 @@ def _capture_source(spark, runs: List[RunInfo], source: str = "auto"):
     source: "auto" chooses so; "binaryFile" forces Spark's source (tests compare the two)."""
     lookup: Dict[str, Dict[str, object]] = {}
     for r in runs:
-        info = {"run_id": r.run_id, "node_ids": r.node_ids,
-                "t0": r.t0,
-                "local": {n: local_addresses(intfs.values()) for n, intfs in r.manifest.get("addresses", {}).items()}}
+        info = r.capture_info()
         lookup[r.uri] = info
         if r.uri.startswith("/"):
             lookup["file:" + r.uri] = info

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from .inputs import RunInfo, local_path
-from .pcapreader import COLUMNS, local_addresses, read_file
+from .pcapreader import COLUMNS, node_of, read_file
 
 SEND_COLUMNS = ["run", "origin", "seq", "type", "t", "intended", "message_id", "order", "sequencer", "priority",
                 "vc", "deps", "receivers", "wanted_ns"]
@@ -68,12 +68,8 @@ def read_inputs(spark, runs: List[RunInfo], partial: Dict[str, str]) -> Inputs:
             hand = os.path.join(scratch, f"run{i}")
             for d in (os.path.join(out, "packets.parquet"), os.path.join(out, "events.parquet"), hand):
                 os.makedirs(d, exist_ok=True)
-            plan[r.uri] = {
-                "run_id": r.run_id, "node_ids": r.node_ids, "out": out, "hand": hand,
-                "t0": r.t0,
-                "local": {n: local_addresses(intfs.values()).tolist()
-                          for n, intfs in r.manifest.get("addresses", {}).items()},
-                "peers": {n: p for n, p in r.segment_peers().items() if n in r.node_ids}}
+            plan[r.uri] = {**r.capture_info(), "out": out, "hand": hand,
+                           "peers": {n: p for n, p in r.segment_peers().items() if n in r.node_ids}}
             for kind, sub, suffix in (("pcap", "pcap", ".pcap"), ("log", "logs", ".jsonl")):
                 folder = os.path.join(root, sub)
                 if os.path.isdir(folder):
@@ -139,9 +135,8 @@ def pcap_task(info: dict, path: str) -> dict:
 
     from . import reduce as rd
 
-    node, stem = _stem(path), _stem(path)
-    local = info["local"].get(node)
-    parsed = read_file(path, info["node_ids"].get(node, 0), None if local is None else np.array(local, np.int64))
+    node = stem = node_of(path)
+    parsed = read_file(path, info["node_ids"].get(node, 0), info["local"].get(node))
     c, n = parsed.columns, parsed.packets
 
     def named(cols: Dict[str, object], rows: int, with_node: bool = True, encoded: bool = False):
