@@ -39,7 +39,6 @@ _STRING = rb'"(?:[^"\\\n]|\\.)*"'
 _FLAT_LIST = rb'\[(?:[^\[\]{}"\n]|' + _STRING + rb')*\]'
 _FLAT_OBJECT = rb'\{(?:[^\[\]{}"\n]|' + _STRING + rb')*\}'
 _INNER = rb'(?:[^\[\]{}"\n]|' + _STRING + rb'|' + _FLAT_LIST + rb'|' + _FLAT_OBJECT + rb')*'
-_START = re.compile(rb'":[\[{]')
 _VALUE = re.compile(rb'\[' + _INNER + rb'\]|\{' + _INNER + rb'\}')
 _MAX_INT64 = (1 << 63) - 1
 
@@ -54,19 +53,31 @@ def arrow_schema():
 def stringify_nested(data: bytes) -> bytes:
     """The bytes with every list or object value written as a JSON string of the same text."""
     out, pos = [], 0
-    for start in _START.finditer(data):
-        at = start.start() + 2
-        if at < pos or data[start.start() - 1:start.start()] == b"\\":  # inside a value, or an escaped quote
+    view = memoryview(data)  # the unchanged stretches are copied once, by the join
+    for at in _openings(data):
+        if at < pos or data[at - 3:at - 2] == b"\\":  # inside a value, or an escaped quote
             continue
         value = _VALUE.match(data, at)
         if value is None:  # nested deeper than the pattern follows: Arrow will refuse the line
             continue
-        out += [data[pos:at], b'"', value.group().replace(b"\\", b"\\\\").replace(b'"', b'\\"'), b'"']
+        out += [view[pos:at], b'"', value.group().replace(b"\\", b"\\\\").replace(b'"', b'\\"'), b'"']
         pos = value.end()
     if not out:
         return data
-    out.append(data[pos:])
+    out.append(view[pos:])
     return b"".join(out)
+
+
+def _openings(data: bytes) -> List[int]:
+    """Where a value opens with [ or { right after a name ('":[' or '":{'), in order: found with
+    bytes.find, many times faster than a regular expression that stops at every '":'."""
+    found = []
+    for needle in (b'":[', b'":{'):
+        at = data.find(needle)
+        while at >= 0:
+            found.append(at + 2)
+            at = data.find(needle, at + 3)
+    return sorted(found)
 
 
 def read_log(data: bytes):
