@@ -24,6 +24,7 @@ from typing import Dict, List, Optional
 
 from agents.wire import MessageType
 
+from .heap import large_array_heap
 from .inputs import (KIND_FILE, AnalysisError, RunInfo, local_path, normalise, read_events, read_manifest, read_packets,
                      read_reduced)
 
@@ -95,7 +96,8 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
                                 f"analyse them separately")
         seen[r.run_id] = r.uri
     try:
-        return _analyze(spark, runs, prog, causal, use_local)
+        with large_array_heap():
+            return _analyze(spark, runs, prog, causal, use_local)
     except BaseException:
         for r in runs:  # a failed or interrupted analysis leaves no half-written report behind
             try:
