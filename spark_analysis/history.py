@@ -138,7 +138,7 @@ def prepared_history(d, manifest: dict) -> Prepared:
         phantom_ids = [str(u) for u in uniq]
 
     down = down_intervals(manifest)
-    names = list(d.nodes.names)
+    names = list(d.nodes.names[:d.NN - 1])  # the first step's: the receptions join may add more meanwhile
     known = set(names)
     for n in down:
         if n not in known:

@@ -151,15 +151,20 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
                     .toPandas())  # the AbC graph-colouring example's outcome (few rows)
 
     files.sort(key=lambda f: (f["run"], f["file"]))  # the report lists them in one order, whatever the engine
-    # the property checks run in a thread beside the measures: both are numpy on the same codes,
-    # and numpy lets go of the GIL in its loops, so the two share the cores
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checks")
+    # the property checks run in a thread beside the receptions join and the measures, and the
+    # receptions tables are written in another: all are numpy or Arrow on the same codes, which let
+    # go of the GIL in their loops, so they share the cores
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="analysis")
     try:
         pending = {r.run_id: pool.submit(_check_run, c, r, causal) for r in runs}
+        c.join_receptions()
+        receptions = pool.submit(_write_receptions, spark, c, runs, partial)
         results = _measures(runs, c, files, corrupt, coloured)
         prog.stage("checks")
         for rid, done in pending.items():
             results[rid]["checks"], results[rid]["gossip"] = done.result()
+        prog.stage("writing tables")
+        receptions.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     if len(runs) > 1:
@@ -167,13 +172,11 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
         for res in results.values():
             res["comparison"] = comparison
 
-    prog.stage("writing tables")
-    packets = read_packets(spark, runs) if raw is not None else None  # else the local tasks wrote it
-    for r in runs:
-        if packets is not None:
+    if raw is not None:  # else the local tasks wrote it
+        packets = read_packets(spark, runs)
+        for r in runs:
             (packets.filter(F.col("run") == r.run_id).coalesce(max(1, spark.sparkContext.defaultParallelism))
              .write.mode("overwrite").parquet(f"{partial[r.run_id]}/packets.parquet"))
-        _write_table(spark, c.data[r.run_id].pairs_table(), f"{partial[r.run_id]}/receptions.parquet")
 
     prog.stage("report")
     from .report import write_report
@@ -189,6 +192,11 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
         raw.unpersist()
     prog.done()
     return results
+
+
+def _write_receptions(spark, c, runs: List[RunInfo], partial: Dict[str, str]) -> None:
+    for r in runs:
+        _write_table(spark, c.data[r.run_id].pairs_table(), f"{partial[r.run_id]}/receptions.parquet")
 
 
 def _check_run(c, r: RunInfo, causal: str):
@@ -311,10 +319,10 @@ def _write_table(spark, table, uri: str) -> None:
     """An Arrow table computed in the driver as a Parquet table (a directory, as Spark writes)."""
     local = local_path(uri)
     if local is not None:
-        import pyarrow.parquet as pq
+        from .local import write_parquet
         shutil.rmtree(local, ignore_errors=True)
         os.makedirs(local)
-        pq.write_table(table, os.path.join(local, "part-00000.parquet"))
+        write_parquet(table, os.path.join(local, "part-00000.parquet"), ["run", "origin", "seq", "receiver", "send_t"])
         return
     spark.createDataFrame(table.to_pandas()).write.mode("overwrite").parquet(uri)
 

@@ -111,7 +111,7 @@ def _stem(path: str) -> str:
     return os.path.basename(path).rsplit(".", 1)[0]
 
 
-def _write_parquet(table, path: str, statistics: List[str]) -> None:
+def write_parquet(table, path: str, statistics: List[str]) -> None:
     """A table's part file: dictionaries for its names (not for times and numbers, which are mostly
     distinct), min/max statistics for the columns a reader filters on; 40% less time than the defaults."""
     import pyarrow as pa
@@ -147,7 +147,7 @@ def pcap_task(info: dict, path: str) -> dict:
         return pa.table({**head, **cols})
 
     if n:
-        _write_parquet(named({name: c[name] for name, _ in COLUMNS}, n),
+        write_parquet(named({name: c[name] for name, _ in COLUMNS}, n),
                        os.path.join(info["out"], "packets.parquet", f"part-{stem}.parquet"),
                        ["run", "node", "ts_ns", "direction", "type", "origin", "seq"])
         r = rd.receptions(c)
@@ -179,7 +179,7 @@ def log_task(info: dict, path: str) -> dict:
     if not n:
         return {"node": stem, "records": 0, "other": 0, "damage": "[]", "unreadable": unreadable}
     table = table.append_column("run", pa.repeat(pa.scalar(info["run_id"]), n))
-    _write_parquet(table, os.path.join(info["out"], "events.parquet", f"part-{stem}.parquet"),
+    write_parquet(table, os.path.join(info["out"], "events.parquet", f"part-{stem}.parquet"),
                    ["run", "node", "event", "t", "type", "origin", "seq"])
 
     event = table.column("event")

@@ -220,24 +220,23 @@ class RunData:
     """One run's collected rows in integer codes.
 
     Nodes: codes index `nodes.names` (the manifest's nodes by id first). Messages: the distinct
-    (origin, type, seq) of the application sends are numbered 0..U-1 (`s_msg` per send)."""
+    (origin, type, seq) of the application sends are numbered 0..U-1 (`s_msg` per send).
 
-    def __init__(self, run, sends, deliveries, receptions, wire, packets, t0: int) -> None:
+    Built in two steps: the constructor codes the sends, deliveries and the wire's own
+    transmissions (all the property checks need), `join_receptions` then pairs each send's
+    intended receivers with the receptions (what the message-level measures need), so the checks
+    can start before that join. Codes the join adds (a capture's node or a wire origin no log
+    names) come after every code of the first step."""
+
+    def __init__(self, run, sends, deliveries, wire, packets, t0: int) -> None:
         import pyarrow as pa
 
         self.run_id = run.run_id
         self.t0 = t0
         ids = run.node_ids
         self.nodes = Names(sorted(ids, key=lambda n: ids[n]))
-        by_wire_id = {int(v): self.nodes.code[k] for k, v in ids.items()}
+        self._by_wire_id = {int(v): self.nodes.code[k] for k, v in ids.items()}
         self.extra_types: Dict[int, str] = {}
-
-        def wire_origin(col) -> np.ndarray:
-            raw = _np(col, fill=-1)
-            uniq, inv = _unique(raw, return_inverse=True)
-            lut = np.array([by_wire_id[int(u)] if int(u) in by_wire_id else self.nodes.add(f"#{int(u)}")
-                            for u in uniq], np.int64)
-            return lut[inv] if len(raw) else np.zeros(0, np.int64)
 
         # application sends
         self.s_origin = self.nodes.encode(sends.column("origin"))
@@ -272,16 +271,11 @@ class RunData:
         self.d_hops = _np(deliveries.column("hops"))
         self.d_hops_valid = _valid(deliveries.column("hops"))
         self.d_accepted = deliveries.column("accepted")
+        #: pair keys of (message, node) codes of this step: message * NN + node
+        self.NN = len(self.nodes.names) + 1
 
-        # receptions at each capture, and the wire's own transmissions
-        self.r_node = self.nodes.encode(receptions.column("node"))
-        self.r_type = _np(receptions.column("type"))
-        self.r_msg = _lookup(self.m_key, _message_keys(wire_origin(receptions.column("origin")), self.r_type,
-                                                         _np(receptions.column("seq"))))
-        self.r_t = _np(receptions.column("t"))
-        self.r_complete = _np(receptions.column("frags")) >= _np(receptions.column("frag_count"))
-        self.r_dups = _np(receptions.column("copies")) - _np(receptions.column("frags"))
-        w_origin = wire_origin(wire.column("origin"))
+        # the wire's own transmissions
+        w_origin = self._wire_origin(wire.column("origin"))
         w_type = _np(wire.column("type"))
         self.w_key = _message_keys(w_origin, w_type, _np(wire.column("seq")))
         self.w_t = _np(wire.column("t"))
@@ -298,11 +292,30 @@ class RunData:
         has = first != np.iinfo(np.int64).max
         self.send_t = np.where(has[self.s_msg], first[self.s_msg], self.s_t) if self.S else np.zeros(0, np.int64)
 
-        # pairs: (send, intended receiver) -> the first complete copy at that receiver
-        NN = len(self.nodes.names) + 1
-        self.NN = NN
+    def _wire_origin(self, col) -> np.ndarray:
+        """Node codes of wire node ids (an id no manifest names becomes node "#id")."""
+        raw = _np(col, fill=-1)
+        uniq, inv = _unique(raw, return_inverse=True)
+        lut = np.array([self._by_wire_id[int(u)] if int(u) in self._by_wire_id else self.nodes.add(f"#{int(u)}")
+                        for u in uniq], np.int64)
+        return lut[inv] if len(raw) else np.zeros(0, np.int64)
+
+    def join_receptions(self, receptions) -> None:
+        """The receptions at each capture, and each (send, intended receiver) pair's first complete
+        copy at that receiver (p_*)."""
+        self.r_node = self.nodes.encode(receptions.column("node"))
+        self.r_type = _np(receptions.column("type"))
+        self.r_msg = _lookup(self.m_key, _message_keys(self._wire_origin(receptions.column("origin")), self.r_type,
+                                                         _np(receptions.column("seq"))))
+        self.r_t = _np(receptions.column("t"))
+        self.r_complete = _np(receptions.column("frags")) >= _np(receptions.column("frag_count"))
+        self.r_dups = _np(receptions.column("copies")) - _np(receptions.column("frags"))
+
+        # pairs: (send, intended receiver) -> the first complete copy at that receiver; the
+        # receptions may name nodes the first step did not, so these keys take their own width
+        NR = len(self.nodes.names) + 1
         r_ok = self.r_msg >= 0
-        r_pair = self.r_msg[r_ok] * NN + self.r_node[r_ok]
+        r_pair = self.r_msg[r_ok] * NR + self.r_node[r_ok]
         order = np.argsort(r_pair, kind="stable")
         r_pair = r_pair[order]
         keep = np.ones(len(r_pair), bool)
@@ -310,7 +323,7 @@ class RunData:
         r_pair = r_pair[keep]
         r_t = self.r_t[r_ok][order][keep]
         r_complete = self.r_complete[r_ok][order][keep]
-        hit = _lookup(r_pair, self.s_msg[self.e_send] * NN + self.e_node) if len(self.e_send) else np.zeros(0, int)
+        hit = _lookup(r_pair, self.s_msg[self.e_send] * NR + self.e_node) if len(self.e_send) else np.zeros(0, int)
         self.p_send = self.e_send
         self.p_node = self.e_node
         self.p_reached = hit >= 0
@@ -370,15 +383,20 @@ class RunData:
     def pairs_table(self):
         """The receptions table: one row per (message, intended receiver)."""
         import pyarrow as pa
-        names = np.array(self.nodes.names, dtype=object)
+        import pyarrow.compute as pc
+        names = pa.array(self.nodes.names, pa.string())
+
+        def named(codes):  # node names of codes, null for -1
+            return pc.take(names, pa.array(codes, pa.int64(), mask=codes < 0))
+
         recv = self.p_recv_t
         known = (self.p_type >= 0) & (self.p_type < _FOREIGN_TYPE)  # a MessageType; else null
         return pa.table({
-            "run": pa.array([self.run_id] * len(self.p_send), pa.string()),
-            "origin": pa.array(names[self.s_origin[self.p_send]], pa.string()),
+            "run": pa.repeat(pa.scalar(self.run_id, pa.string()), len(self.p_send)),
+            "origin": named(self.s_origin[self.p_send]),
             "seq": pa.array(self.s_seq[self.p_send], pa.int64()),
             "type_id": pa.array(np.where(known, self.p_type, 0), pa.int16(), mask=~known),
-            "receiver": pa.array(names[self.p_node], pa.string()),
+            "receiver": named(self.p_node),
             "send_t": pa.array(self.send_t[self.p_send], pa.int64()),
             "recv_t": pa.array(recv, pa.int64(), mask=~self.p_reached),
         })
@@ -399,10 +417,19 @@ class Collected:
                 return table
             return table.filter(pc.equal(table.column("run"), rid))
 
+        self._receptions = {}
         for r in runs:
             pk = packets[packets["run"] == r.run_id] if len(runs) > 1 else packets
-            self.data[r.run_id] = RunData(r, part(sends, r.run_id), part(deliveries, r.run_id),
-                                          part(receptions, r.run_id), part(wire, r.run_id), pk, t0[r.run_id])
+            self.data[r.run_id] = RunData(r, part(sends, r.run_id), part(deliveries, r.run_id), part(wire, r.run_id),
+                                          pk, t0[r.run_id])
+            self._receptions[r.run_id] = part(receptions, r.run_id)
+
+    def join_receptions(self) -> None:
+        """The second step of every run's codes (RunData.join_receptions): the message-level
+        measures need it, the property checks do not."""
+        for rid, receptions in self._receptions.items():
+            self.data[rid].join_receptions(receptions)
+        self._receptions = {}
 
     # -- message level (pcaps) -----------------------------------------------------------------
 
@@ -540,16 +567,16 @@ class Collected:
         sec = (d.send_t[d.p_send] - t0) // 1_000_000_000 if len(d.p_send) else np.zeros(0, np.int64)
         by: Dict[int, tuple] = {}
         if len(sec):
-            order = np.lexsort((np.where(d.p_reached, d.p_latency, np.iinfo(np.int64).max), sec))
+            order = _order_by(sec)
             s_sorted = sec[order]
             reached_sorted = d.p_reached[order]
             lat_sorted = d.p_latency[order]
             bounds = np.flatnonzero(np.r_[True, s_sorted[1:] != s_sorted[:-1], True])
             for a, b in zip(bounds[:-1], bounds[1:]):
-                n_reached = int(reached_sorted[a:b].sum())
-                lat = lat_sorted[a:a + n_reached].astype(np.float64)  # reached first, by latency
-                by[int(s_sorted[a])] = (b - a, n_reached, float(lat.mean()) if n_reached else None,
-                                        float(np.percentile(lat, 95)) if n_reached else None)
+                lat = lat_sorted[a:b][reached_sorted[a:b]]
+                n_reached = len(lat)
+                by[int(s_sorted[a])] = (b - a, n_reached, int(lat.sum()) / n_reached if n_reached else None,
+                                        float(np.percentile(lat.astype(np.float64), 95)) if n_reached else None)
 
         def per_second(t: np.ndarray) -> Dict[int, int]:
             if not len(t):
