@@ -148,8 +148,8 @@ def pcap_task(info: dict, path: str) -> dict:
 
     if n:
         write_parquet(named({name: c[name] for name, _ in COLUMNS}, n),
-                       os.path.join(info["out"], "packets.parquet", f"part-{stem}.parquet"),
-                       ["run", "node", "ts_ns", "direction", "type", "origin", "seq"])
+                      os.path.join(info["out"], "packets.parquet", f"part-{stem}.parquet"),
+                      ["run", "node", "ts_ns", "direction", "type", "origin", "seq"])
         r = rd.receptions(c)
         if len(r["t"]):
             _write_ipc(named(r, len(r["t"]), encoded=True), os.path.join(info["hand"], f"receptions-{stem}.arrow"))
@@ -180,7 +180,7 @@ def log_task(info: dict, path: str) -> dict:
         return {"node": stem, "records": 0, "other": 0, "damage": "[]", "unreadable": unreadable}
     table = table.append_column("run", pa.repeat(pa.scalar(info["run_id"]), n))
     write_parquet(table, os.path.join(info["out"], "events.parquet", f"part-{stem}.parquet"),
-                   ["run", "node", "event", "t", "type", "origin", "seq"])
+                  ["run", "node", "event", "t", "type", "origin", "seq"])
 
     event = table.column("event")
     own = pc.equal(table.column("origin"), table.column("node"))

@@ -70,7 +70,7 @@ def stringify_nested(data: bytes) -> bytes:
 
 def _openings(data: bytes) -> List[int]:
     """Where a value opens with [ or { right after a name ('":[' or '":{'), in order: found with
-    bytes.find, many times faster than a regular expression that stops at every '":'."""
+    bytes.find, faster than a regular expression, which stops at every '":'."""
     found = []
     for needle in (b'":[', b'":{'):
         at = data.find(needle)
