@@ -151,43 +151,48 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
                     .toPandas())  # the AbC graph-colouring example's outcome (few rows)
 
     files.sort(key=lambda f: (f["run"], f["file"]))  # the report lists them in one order, whatever the engine
-    # the property checks run in a thread beside the receptions join and the measures, and the
-    # receptions tables are written in another: all are numpy or Arrow on the same codes, which let
-    # go of the GIL in their loops, so they share the cores
+    # the property checks run in a thread beside the receptions join, the measures and the plots,
+    # and the receptions tables are written in another: numpy and Arrow let go of the GIL in their
+    # loops, so the threads share the cores
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="analysis")
+    drafts: Dict[str, str] = {}  # run id -> the local directory its report is assembled in
     try:
+        drafts.update({r.run_id: tempfile.mkdtemp(prefix="testbed-report-") for r in runs})
         pending = {r.run_id: pool.submit(_check_run, c, r, causal) for r in runs}
         c.join_receptions()
         receptions = pool.submit(_write_receptions, spark, c, runs, partial)
         results = _measures(runs, c, files, corrupt, coloured)
+        from .report import write_plots
+        for rid, draft in drafts.items():  # the plots need the measures only: drawn while the checks finish
+            write_plots(draft, results[rid], c.latency_samples(rid), c.heatmap(rid))
         prog.stage("checks")
         for rid, done in pending.items():
             results[rid]["checks"], results[rid]["gossip"] = done.result()
         prog.stage("writing tables")
         receptions.result()
+        if len(runs) > 1:
+            comparison = compare(results)
+            for res in results.values():
+                res["comparison"] = comparison
+
+        if raw is not None:  # else the local tasks wrote it
+            packets = read_packets(spark, runs)
+            for r in runs:
+                (packets.filter(F.col("run") == r.run_id).coalesce(max(1, spark.sparkContext.defaultParallelism))
+                 .write.mode("overwrite").parquet(f"{partial[r.run_id]}/packets.parquet"))
+
+        prog.stage("report")
+        from .report import write_report
+        for r in runs:
+            rid = r.run_id
+            results[rid]["timings_s"] = dict(prog.times)
+            write_report(drafts[rid], results[rid])
+            _upload(spark, drafts[rid], partial[rid])
+            _replace(spark, partial[rid], _report_uri(r))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    if len(runs) > 1:
-        comparison = compare(results)
-        for res in results.values():
-            res["comparison"] = comparison
-
-    if raw is not None:  # else the local tasks wrote it
-        packets = read_packets(spark, runs)
-        for r in runs:
-            (packets.filter(F.col("run") == r.run_id).coalesce(max(1, spark.sparkContext.defaultParallelism))
-             .write.mode("overwrite").parquet(f"{partial[r.run_id]}/packets.parquet"))
-
-    prog.stage("report")
-    from .report import write_report
-    for r in runs:
-        rid = r.run_id
-        results[rid]["timings_s"] = dict(prog.times)
-        with tempfile.TemporaryDirectory(prefix="testbed-report-") as tmp:
-            write_report(tmp, results[rid], c.latency_samples(rid), c.heatmap(rid),
-                         others={k: v for k, v in results.items() if k != rid})
-            _upload(spark, tmp, partial[rid])
-        _replace(spark, partial[rid], _report_uri(r))
+        for draft in drafts.values():
+            shutil.rmtree(draft, ignore_errors=True)
     if raw is not None:
         raw.unpersist()
     prog.done()

@@ -166,11 +166,9 @@ td:first-child,th:first-child{text-align:left}
 pre{background:#f7f7f7;padding:6px;font-size:12px;overflow-x:auto}img{max-width:100%}"""
 
 
-def write_report(out_dir: str, results: dict, latency_samples: List[float], heat: List[dict],
-                 others: Optional[Dict[str, dict]] = None) -> None:
+def write_plots(out_dir: str, results: dict, latency_samples: List[float], heat: List[dict]) -> None:
+    """One run's plots, from its measures alone (the analysis draws them while the checks finish)."""
     os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, "results.json"), "w") as fh:
-        json.dump(results, fh, indent=1, default=_json_default)
     run = results["run"]
     t0 = run.get("t0_ns")
     plot_latency_cdf(os.path.join(out_dir, "latency_cdf.png"), latency_samples)
@@ -178,6 +176,13 @@ def write_report(out_dir: str, results: dict, latency_samples: List[float], heat
     node_order = list(results.get("per_node", {}))
     plot_heatmap(os.path.join(out_dir, "heatmap.png"), heat, sorted(node_order, key=_natural))
     plot_types(os.path.join(out_dir, "types.png"), results.get("overhead", {}))
+
+
+def write_report(out_dir: str, results: dict) -> None:
+    """results.json, the comparison plots of several runs and index.html, beside write_plots' plots."""
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "results.json"), "w") as fh:
+        json.dump(results, fh, indent=1, default=_json_default)
     compare_files = plot_comparison(out_dir, results["comparison"]) if results.get("comparison") else []
     with open(os.path.join(out_dir, "index.html"), "w") as fh:
         fh.write(render_html(results, out_dir, compare_files))
