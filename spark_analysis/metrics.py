@@ -575,7 +575,7 @@ class Collected:
             for a, b in zip(bounds[:-1], bounds[1:]):
                 lat = lat_sorted[a:b][reached_sorted[a:b]]
                 n_reached = len(lat)
-                by[int(s_sorted[a])] = (b - a, n_reached, int(lat.sum()) / n_reached if n_reached else None,
+                by[int(s_sorted[a])] = (b - a, n_reached, float(lat.mean(dtype=np.float64)) if n_reached else None,
                                         float(np.percentile(lat.astype(np.float64), 95)) if n_reached else None)
 
         def per_second(t: np.ndarray) -> Dict[int, int]:
