@@ -50,8 +50,8 @@ def reader_pps(run_dir: str) -> dict:
 
 def analyze_seconds(run_dir: str, repeat: int) -> dict:
     """`testbed analyze` end to end, `repeat` times: this machine's speed moves by a fifth or more
-    between runs of the same code (Spark's start alone took 5 to 10 s), so the figure is the median
-    of the runs, each of which is kept."""
+    between runs of the same code (Spark's start alone took 5 to 10 s), so the figure is the middle run
+    by time (the median for an odd number of runs), and each run is kept."""
     runs = []
     for _ in range(repeat):
         shutil.rmtree(os.path.join(run_dir, "report"), ignore_errors=True)
@@ -77,7 +77,8 @@ def main() -> int:
     ap.add_argument("--data", default="/var/tmp/testbed-bench-analysis")
     ap.add_argument("--keep", action="store_true", help="keep the generated runs")
     ap.add_argument("--no-analyze", action="store_true", help="measure the readers only")
-    ap.add_argument("--repeat", type=int, default=3, help="runs of testbed analyze per size (the median counts)")
+    ap.add_argument("--repeat", type=_positive, default=3,
+                    help="runs of testbed analyze per size, at least 1 (the middle run by time counts)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "analysis.json"))
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -106,7 +107,7 @@ def main() -> int:
         if args.no_analyze:
             out["runs"][str(size)] = entry
             continue
-        entry["analyze"] = analyze_seconds(run_dir, max(1, args.repeat))
+        entry["analyze"] = analyze_seconds(run_dir, args.repeat)
         print(f"{size:,}: testbed analyze {entry['analyze']['wall_s']} s end to end, median of "
               f"{[r['wall_s'] for r in entry['analyze']['runs']]} (stages {entry['analyze']['stages_s']})", flush=True)
         out["runs"][str(size)] = entry
@@ -131,6 +132,16 @@ def main() -> int:
     if not args.keep:
         shutil.rmtree(os.path.join(args.data, f"synthetic-{sizes[0]}"), ignore_errors=True)
     return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of runs, at least 1")
+    return value
 
 
 def _pps(entry) -> float:
