@@ -27,7 +27,7 @@ sys.path.insert(0, ROOT)
 
 from benchmarks import baselines  # noqa: E402
 from spark_analysis.pcapreader import read_file  # noqa: E402
-from spark_analysis.synthetic import make_run  # noqa: E402
+from tests.synthetic import make_run  # noqa: E402
 
 
 def reader_pps(run_dir: str) -> dict:

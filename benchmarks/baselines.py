@@ -19,7 +19,7 @@ tshark_pps(files)        tshark -T fields (time, addresses, ports, udp.payload) 
                          "startup_seconds" is tshark's fixed cost per file (an empty capture)
 
 Usage: benchmarks/baselines.py [--packets 1000000] [--run DIR] [--scapy-limit 100000] [--json OUT]
-Without --run, a synthetic run (spark_analysis.synthetic) of --packets packets is generated in a
+Without --run, a synthetic run (tests/synthetic.py) of --packets packets is generated in a
 temporary directory and removed afterwards.
 """
 
@@ -272,7 +272,7 @@ def main() -> int:
         if args.run:
             run = args.run
         else:
-            from spark_analysis.synthetic import make_run
+            from tests.synthetic import make_run
 
             tmp = tempfile.mkdtemp(prefix="baselines-")
             run = os.path.join(tmp, "synthetic")

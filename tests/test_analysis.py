@@ -16,7 +16,7 @@ from scapy.utils import RawPcapReader
 
 from agents import wire
 from spark_analysis.pcapreader import DIR_FORWARDED, DIR_IN, DIR_OUT, local_addresses, read_bytes, read_file
-from spark_analysis.synthetic import make_run
+from .synthetic import make_run
 
 from .conftest import ROOT
 

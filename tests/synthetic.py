@@ -1,5 +1,9 @@
 """Synthetic run directories: pcaps, logs and a manifest shaped like a real run's, at any size.
 
+Test and benchmark support, not part of the installed packages: tests/test_analysis.py and
+benchmarks/ (analysis.py, baselines.py) check the pcap reader and the analysis against its exact
+ground truth.
+
 `make_run(out_dir, packets=...)` writes `out_dir/manifest.json`, `out_dir/pcap/<node>.pcap` and
 `out_dir/logs/<node>.jsonl` for a probe workload on T[3,5,5] (or another set of LANs) and returns
 the ground truth: what was sent, lost, duplicated, delivered and retransmitted, and how many
@@ -57,7 +61,7 @@ Damage. `corrupt={"truncate": [nodes]}` cuts a node's pcap in the middle of its 
 middle of the file (a record at least 48 bytes long, so that only this one header is damaged; its
 incl_len becomes implausibly large). The ground truth's "corruption" gives the byte offsets.
 
-Command line: python -m spark_analysis.synthetic OUT_DIR --packets N [--seed S] [...]
+Command line, from the repository root: python -m tests.synthetic OUT_DIR --packets N [--seed S] [...]
 """
 
 from __future__ import annotations
@@ -953,7 +957,7 @@ def _write_manifest(out_dir: str, net: _Net, parameters: Dict[str, Any], started
         "seed": seed,
         "scenario": {
             "name": "synthetic",
-            "description": "Synthetic probe traffic (spark_analysis.synthetic): LAN broadcasts and reliable "
+            "description": "Synthetic probe traffic (tests.synthetic): LAN broadcasts and reliable "
                            "unicasts with loss and duplication.",
             "seed": seed, "duration_s": duration_s, "warmup_s": WARMUP_S, "quiet_s": QUIET_S,
             "capture": {"enabled": True, "snaplen": SNAPLEN},
@@ -966,7 +970,7 @@ def _write_manifest(out_dir: str, net: _Net, parameters: Dict[str, Any], started
                      "lans": [[net.names[i] for i in lan] for lan in net.lans]},
         "node_ids": {name: i + 1 for i, name in enumerate(net.names)},
         "addresses": net.addresses,
-        "command": ["python", "-m", "spark_analysis.synthetic"],
+        "command": ["python", "-m", "tests.synthetic"],
         "t0_ns": t0_ns,
         "workload_end_ns": workload_end_ns,
         "capture": {name: {"captured": files[name]["packets"], "kernel_drops": 0, "interfaces": ["eth0"]}
@@ -1010,7 +1014,7 @@ def summary(truth: Dict[str, Any]) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark_analysis.synthetic", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.synthetic", description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", help="the run directory to write (runs/<id>)")
     parser.add_argument("--packets", type=lambda s: int(float(s)), default=1_000_000)
     parser.add_argument("--seed", type=int, default=1)
