@@ -171,10 +171,9 @@ class Agent:
                            seq=seq, to=to if isinstance(to, str) else list(to), bytes=len(body),
                            frags=len(datagrams), reliable=reliable, message_id=message_id, hops=hops, **log_fields)
         for address, target in targets:
-            for datagram in datagrams:
+            for frag_index, datagram in enumerate(datagrams):  # wire.fragment numbers them in order
                 self._sendto(datagram, address)
                 if reliable:
-                    frag_index = int.from_bytes(datagram[20:22], "big")
                     key = (target, header.origin, seq, frag_index)
                     self._pending[key] = [datagram, 1, time.monotonic() + self.config.reliable_timeout_ms / 1000,
                                           address]

@@ -1,30 +1,22 @@
 """The wire format every agent message uses: one fixed, versioned binary header in each UDP datagram.
 
-The contract is written down in docs/WIRE.md; this module is its reference implementation and
-the pcap readers decode with the same layout, without the agent's help. All integers are big
-endian (network order).
+docs/WIRE.md is the human contract; this module is its reference implementation and HEADER below
+is the one machine-readable copy of the layout: the ordered fields of the 32-byte base header with
+their offsets, struct codes and meanings. BASE, encode and decode are derived from it, and so are
+the pcap reader's numpy dtype (spark_analysis/pcapreader.py) and the synthetic generator's
+(tests/synthetic.py). The readers written by hand are held to it by tests/test_wire_readers.py:
+docs/WIRE.md's tables, the Wireshark dissector collect/wireshark/testbed.lua (its field table,
+message types, flags and extension types, and tshark decoding messages this module encoded). All
+integers are big endian (network order).
 
-    offset size field
-    0      2    magic         b"TB"
-    2      1    version       1
-    3      1    type          message type (MessageType)
-    4      1    flags         Flags bits
-    5      1    hops          times this copy was relayed (0 from the origin)
-    6      2    header_len    bytes from the start of the datagram to the payload (>= 32)
-    8      4    origin        node id of the node that created the message
-    12     4    sequence      per-origin sequence number of the message (1, 2, ...)
-    16     4    sender        node id of the node that transmitted this datagram
-    20     2    frag_index    0-based fragment number
-    22     2    frag_count    fragments in the message (1: not fragmented)
-    24     8    message_id    protocol-assigned id (an AbC sequencer's id, a knowledge
-                              version), 0 when the protocol assigns none
-    32     ...  extensions    type-length-value fields up to header_len (a 1-byte type,
-                              a 2-byte length, the value); readers skip types they do not know
-    header_len  payload       this fragment's part of the message body
+After the base header come the extensions, type-length-value fields up to header_len (a 1-byte
+type, a 2-byte length, the value; readers skip types they do not know), then the payload: this
+fragment's part of the message body. Node ids are the 1-based positions of the nodes in the
+topology's node order, recorded in the run manifest. A message is identified by (origin,
+sequence); fragments of it by frag_index. Version 1 readers accept any header_len >= 32, so later
+versions can append fields.
 
-Node ids are the 1-based positions of the nodes in the topology's node order, recorded in the
-run manifest. A message is identified by (origin, sequence); fragments of it by frag_index.
-Version 1 readers accept any header_len >= 32, so later versions can append fields.
+This file is copied into the agent image: the standard library only.
 """
 
 from __future__ import annotations
@@ -32,13 +24,59 @@ from __future__ import annotations
 import enum
 import struct
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 MAGIC = b"TB"
 VERSION = 1
-BASE = struct.Struct("!2sBBBBHIIIHHQ")
-BASE_LEN = BASE.size  # 32
-assert BASE_LEN == 32
+
+
+class Field(NamedTuple):
+    """One field of the base header."""
+
+    name: str
+    offset: int     # bytes from the start of the datagram
+    code: str       # its struct format code, big endian
+    meaning: str
+
+    @property
+    def size(self) -> int:
+        return struct.calcsize("!" + self.code)
+
+
+#: The base header, field by field in wire order: the single machine-readable layout (see the
+#: module doc for what is derived from it and what is checked against it).
+HEADER: Tuple[Field, ...] = (
+    Field("magic", 0, "2s", 'b"TB"'),
+    Field("version", 2, "B", "1"),
+    Field("type", 3, "B", "message type (MessageType)"),
+    Field("flags", 4, "B", "Flags bits"),
+    Field("hops", 5, "B", "times this copy was relayed (0 from the origin)"),
+    Field("header_len", 6, "H", "bytes from the start of the datagram to the payload (>= 32)"),
+    Field("origin", 8, "I", "node id of the node that created the message"),
+    Field("sequence", 12, "I", "per-origin sequence number of the message (1, 2, ...)"),
+    Field("sender", 16, "I", "node id of the node that transmitted this datagram"),
+    Field("frag_index", 20, "H", "0-based fragment number"),
+    Field("frag_count", 22, "H", "fragments in the message (1: not fragmented)"),
+    Field("message_id", 24, "Q", "protocol-assigned id (an AbC sequencer's id, a knowledge version), "
+                                 "0 when the protocol assigns none"),
+)
+FIELDS: Dict[str, Field] = {f.name: f for f in HEADER}
+_NAMES = tuple(FIELDS)
+
+
+def _packed_end(fields: Tuple[Field, ...]) -> int:
+    """Where the header ends. The offsets are written out for whoever reads the table; each must be
+    where the previous field ends, as in the packed struct."""
+    end = 0
+    for f in fields:
+        if f.offset != end:
+            raise ValueError(f"wire layout: {f.name} at {f.offset}, but the field before it ends at {end}")
+        end += f.size
+    return end
+
+
+BASE = struct.Struct("!" + "".join(f.code for f in HEADER))
+BASE_LEN = _packed_end(HEADER)  # 32
 TLV = struct.Struct("!BH")
 #: a UDP payload that fits one Ethernet frame with IPv4 and UDP headers: 1500 - 20 - 8
 MAX_DATAGRAM = 1472
@@ -111,26 +149,27 @@ def encode(header: Header, payload: bytes = b"") -> bytes:
     header_len = BASE_LEN + len(ext)
     if header_len > 0xFFFF:
         raise WireError("extensions too long")
-    base = BASE.pack(MAGIC, header.version, int(header.type), int(header.flags), header.hops, header_len,
-                     header.origin, header.sequence, header.sender or header.origin, header.frag_index,
-                     header.frag_count, header.message_id)
-    return base + ext + payload
+    values = {"magic": MAGIC, "version": header.version, "type": int(header.type), "flags": int(header.flags),
+              "hops": header.hops, "header_len": header_len, "origin": header.origin, "sequence": header.sequence,
+              "sender": header.sender or header.origin, "frag_index": header.frag_index,
+              "frag_count": header.frag_count, "message_id": header.message_id}
+    return BASE.pack(*[values[name] for name in _NAMES]) + ext + payload
 
 
 def decode(datagram: bytes) -> Tuple[Header, bytes]:
     """Split a datagram into header and payload; WireError if it is not a testbed message."""
     if len(datagram) < BASE_LEN:
         raise WireError(f"{len(datagram)} bytes: shorter than the {BASE_LEN}-byte header")
-    (magic, version, mtype, flags, hops, header_len, origin, sequence, sender, frag_index, frag_count,
-     message_id) = BASE.unpack_from(datagram)
+    base = dict(zip(_NAMES, BASE.unpack_from(datagram)))
+    magic, version, header_len = base.pop("magic"), base["version"], base.pop("header_len")
     if magic != MAGIC:
         raise WireError(f"bad magic {magic!r}")
     if version < 1:
         raise WireError(f"bad version {version}")
     if header_len < BASE_LEN or header_len > len(datagram):
         raise WireError(f"header_len {header_len} outside [{BASE_LEN}, {len(datagram)}]")
-    if frag_count < 1 or frag_index >= frag_count:
-        raise WireError(f"fragment {frag_index} of {frag_count}")
+    if base["frag_count"] < 1 or base["frag_index"] >= base["frag_count"]:
+        raise WireError(f"fragment {base['frag_index']} of {base['frag_count']}")
     extensions: Dict[int, bytes] = {}
     offset = BASE_LEN
     while offset + TLV.size <= header_len:
@@ -140,10 +179,7 @@ def decode(datagram: bytes) -> Tuple[Header, bytes]:
             raise WireError(f"extension {ext_type} overruns the header")
         extensions[ext_type] = bytes(datagram[offset:offset + length])
         offset += length
-    header = Header(type=mtype, origin=origin, sequence=sequence, sender=sender, flags=flags, hops=hops,
-                    frag_index=frag_index, frag_count=frag_count, message_id=message_id, extensions=extensions,
-                    version=version)
-    return header, bytes(datagram[header_len:])
+    return Header(extensions=extensions, **base), bytes(datagram[header_len:])
 
 
 # -- extension values ------------------------------------------------------------------------------
