@@ -17,7 +17,8 @@ there and the readable prefix is what is returned, with the damage's offset and 
 Decoding. For every record the first bytes of the frame (up to the end of the testbed header)
 are gathered into a row of a byte matrix and viewed through a numpy structured dtype: link
 layer (Ethernet, Linux cooked v1/v2 or raw IP), IPv4, UDP and the 32-byte header of
-agents/wire.py. Rows whose IPv4 header has options are gathered again at their own offset. A
+agents/wire.py, whose fields, offsets and sizes come from its layout table, wire.HEADER
+(HEADER_DTYPE). Rows whose IPv4 header has options are gathered again at their own offset. A
 packet is testbed traffic when it is IPv4/UDP, not a later IP fragment, captured far enough to
 hold the header, and carries the magic "TB" with a known version; everything else is counted as
 other traffic. pcapng files are reported (convert with `editcap -F pcap`), not read.
@@ -31,7 +32,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from agents.wire import BASE_LEN, VERSION
+from agents.wire import BASE_LEN, HEADER, MAGIC, VERSION
 
 GLOBAL_HEADER = 24
 RECORD_HEADER = 16
@@ -41,9 +42,14 @@ PCAPNG_MAGIC = 0x0A0D0D0A
 MAGICS = {0xA1B2C3D4: ("<", 1000), 0xD4C3B2A1: (">", 1000), 0xA1B23C4D: ("<", 1), 0x4D3CB2A1: (">", 1)}
 # link type -> (link header length, offset of the ethertype in it, or None for raw IP)
 LINK_TYPES = {1: (14, 12), 113: (16, 14), 276: (20, 0), 101: (0, None), 228: (0, None), 12: (0, None)}
-TB_MAGIC = 0x5442  # b"TB"
+TB_MAGIC = int.from_bytes(MAGIC, "big")  # the magic as HEADER_DTYPE reads it
 IPV4 = 0x0800
 UDP = 17
+
+#: the base header of agents/wire.py as numpy reads it, derived from its layout table: every field a
+#: big-endian unsigned integer of its size, the 2-byte magic too (compared with TB_MAGIC)
+HEADER_DTYPE = np.dtype({"names": [f.name for f in HEADER], "formats": [f">u{f.size}" for f in HEADER],
+                         "offsets": [f.offset for f in HEADER], "itemsize": BASE_LEN})
 
 #: the packet columns, in order, with their numpy dtypes (the Spark schema in spark_analysis.schema)
 COLUMNS = [
@@ -228,19 +234,9 @@ def _udp_tb_fields(add, udp: int) -> None:
     add("sport", ">u2", udp)
     add("dport", ">u2", udp + 2)
     add("ulen", ">u2", udp + 4)
-    tb = udp + 8
-    add("magic", ">u2", tb)
-    add("version", "u1", tb + 2)
-    add("type", "u1", tb + 3)
-    add("flags", "u1", tb + 4)
-    add("hops", "u1", tb + 5)
-    add("hlen", ">u2", tb + 6)
-    add("origin", ">u4", tb + 8)
-    add("seq", ">u4", tb + 12)
-    add("sender", ">u4", tb + 16)
-    add("fidx", ">u2", tb + 20)
-    add("fcnt", ">u2", tb + 22)
-    add("mid", ">u8", tb + 24)
+    for name in HEADER_DTYPE.names:
+        fmt, offset = HEADER_DTYPE.fields[name][:2]
+        add(name, fmt, udp + 8 + offset)
 
 
 _UDP_TB = None
@@ -301,7 +297,7 @@ def decode_records(buf: np.ndarray, offsets: np.ndarray, order: str, frac_ns: in
             udp_tb[name][where] = fixed[name]
     need = l2_len + ihl + 8 + BASE_LEN
     ok &= (incl >= need) & (udp_tb["magic"] == TB_MAGIC) & (udp_tb["version"] == VERSION)
-    ok &= udp_tb["hlen"] >= BASE_LEN
+    ok &= udp_tb["header_len"] >= BASE_LEN
     sel = np.flatnonzero(ok)
     if len(sel) == records:
         sel = slice(None)
@@ -310,7 +306,7 @@ def decode_records(buf: np.ndarray, offsets: np.ndarray, order: str, frac_ns: in
     direction = np.where(sender == node_id, DIR_OUT, DIR_IN).astype(np.int8)
     if local is not None and len(local):
         direction[(direction == DIR_IN) & ~np.isin(dst, local)] = DIR_FORWARDED
-    payload = udp_tb["ulen"][sel].astype(np.int32) - 8 - udp_tb["hlen"][sel].astype(np.int32)
+    payload = udp_tb["ulen"][sel].astype(np.int32) - 8 - udp_tb["header_len"][sel].astype(np.int32)
     columns = {
         "ts_ns": rec["ts_sec"][sel].astype(np.int64) * 1_000_000_000 + rec["ts_frac"][sel].astype(np.int64) * frac_ns,
         "direction": direction,
@@ -322,13 +318,13 @@ def decode_records(buf: np.ndarray, offsets: np.ndarray, order: str, frac_ns: in
         "flags": udp_tb["flags"][sel].astype(np.int16),
         "hops": udp_tb["hops"][sel].astype(np.int16),
         "origin": udp_tb["origin"][sel].astype(np.int32),
-        "seq": udp_tb["seq"][sel].astype(np.int64),
+        "seq": udp_tb["sequence"][sel].astype(np.int64),
         "sender": sender,
-        "frag_index": udp_tb["fidx"][sel].astype(np.int32),
-        "frag_count": udp_tb["fcnt"][sel].astype(np.int32),
-        "message_id": udp_tb["mid"][sel].astype(np.int64),
+        "frag_index": udp_tb["frag_index"][sel].astype(np.int32),
+        "frag_count": udp_tb["frag_count"][sel].astype(np.int32),
+        "message_id": udp_tb["message_id"][sel].astype(np.int64),
         "frame_len": rec["orig"][sel].astype(np.int32),
-        "header_len": udp_tb["hlen"][sel].astype(np.int32),
+        "header_len": udp_tb["header_len"][sel].astype(np.int32),
         "payload_len": np.maximum(payload, 0),
     }
     kept = records if isinstance(sel, slice) else len(sel)
