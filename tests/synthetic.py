@@ -77,16 +77,20 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from agents.wire import BASE_LEN, MAX_DATAGRAM, TLV, VERSION, Ext, Flags, MessageType
+from spark_analysis.pcapreader import HEADER_DTYPE, TB_MAGIC
+
 PORT = 7777
 SNAPLEN = 256
 LINKTYPE_ETHERNET = 1
 RETRANSMIT_NS = 50_000_000
-MAX_PAYLOAD = 1472 - 32  # one datagram: the synthetic workload does not fragment
+MAX_PAYLOAD = MAX_DATAGRAM - BASE_LEN  # one datagram: the synthetic workload does not fragment
 OTHER_PORT = 9999
 
-# message types and flags (docs/WIRE.md)
-T_ACK, T_PROBE = 1, 2
-F_ACK_REQUESTED, F_RETRANSMISSION, F_BROADCAST = 1, 2, 4
+# message types and flags (agents/wire.py)
+T_ACK, T_PROBE = int(MessageType.ACK), int(MessageType.PROBE)
+F_ACK_REQUESTED, F_RETRANSMISSION, F_BROADCAST = (int(Flags.ACK_REQUESTED), int(Flags.RETRANSMISSION),
+                                                  int(Flags.BROADCAST))
 
 # capture kinds
 K_PROBE, K_ACK, K_ARP, K_UDP_OTHER, K_IPV6 = 0, 1, 2, 3, 4
@@ -113,11 +117,14 @@ _ETH = [("eth_dst", "u1", (6,)), ("eth_src", "u1", (6,)), ("eth_type", ">u2")]
 _IPV4 = [("ip_vhl", "u1"), ("ip_tos", "u1"), ("ip_len", ">u2"), ("ip_id", ">u2"), ("ip_frag", ">u2"),
          ("ip_ttl", "u1"), ("ip_proto", "u1"), ("ip_sum", ">u2"), ("ip_src", ">u4"), ("ip_dst", ">u4")]
 _UDP = [("sport", ">u2"), ("dport", ">u2"), ("ulen", ">u2"), ("usum", ">u2")]
-_TB = [("magic", "S2"), ("version", "u1"), ("type", "u1"), ("flags", "u1"), ("hops", "u1"), ("hlen", ">u2"),
-       ("origin", ">u4"), ("seq", ">u4"), ("sender", ">u4"), ("frag_index", ">u2"), ("frag_count", ">u2"),
-       ("message_id", ">u8")]
+# the wire header as the pcap reader reads it, from wire.HEADER (a packed header: in this list form
+# each field follows the one before, at the offsets HEADER_DTYPE gives)
+_TB = [(name, HEADER_DTYPE.fields[name][0]) for name in HEADER_DTYPE.names]
+# an ACK's one extension: type and length (wire.TLV), then the value of wire.acked()
 _ACKED = [("ext_type", "u1"), ("ext_len", ">u2"), ("acked_origin", ">u4"), ("acked_seq", ">u4"),
           ("acked_frag", ">u2")]
+ACKED_LEN = np.dtype(_ACKED).itemsize - TLV.size
+ACK_HEADER_LEN = BASE_LEN + TLV.size + ACKED_LEN  # 45
 _ARP = [("arp_htype", ">u2"), ("arp_ptype", ">u2"), ("arp_hlen", "u1"), ("arp_plen", "u1"), ("arp_op", ">u2"),
         ("arp_sha", "u1", (6,)), ("arp_spa", ">u4"), ("arp_tha", "u1", (6,)), ("arp_tpa", ">u4")]
 _IPV6_RS = [("ip6_vtf", ">u4"), ("ip6_plen", ">u2"), ("ip6_nh", "u1"), ("ip6_hlim", "u1"),
@@ -769,22 +776,22 @@ class _FrameBuilder:
             rec["eth_src"] = net.mac[src]
             ip_dst = np.where(dst < 0, net.bcast[src], net.ip[np.maximum(dst, 0)])
             self._ipv4_udp(rec, self.ip_id[refs], net.ip[src], ip_dst, PORT, PORT)
-            rec["magic"] = b"TB"
-            rec["version"] = 1
+            rec["magic"] = TB_MAGIC
+            rec["version"] = VERSION
             rec["type"] = T_PROBE if kind == K_PROBE else T_ACK
             rec["flags"] = d["flags"][refs]
             rec["origin"] = d["origin"][refs] + 1
-            rec["seq"] = d["seq"][refs]
+            rec["sequence"] = d["seq"][refs]
             rec["sender"] = src + 1
             rec["frag_count"] = 1
             if kind == K_ACK:
-                rec["hlen"] = 45
-                rec["ext_type"] = 4
-                rec["ext_len"] = 10
+                rec["header_len"] = ACK_HEADER_LEN
+                rec["ext_type"] = Ext.ACKED
+                rec["ext_len"] = ACKED_LEN
                 rec["acked_origin"] = d["ack_origin"][refs] + 1
                 rec["acked_seq"] = d["ack_seq"][refs]
             else:
-                rec["hlen"] = 32
+                rec["header_len"] = BASE_LEN
             self._udp_checksum(rec, zero_payload=True)
         elif kind == K_ARP:
             o = self.other
