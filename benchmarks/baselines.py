@@ -40,10 +40,15 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from agents import wire  # noqa: E402
+
 PORT = 7777
-MAGIC = b"TB"
-# magic, version, type, flags, hops, header_len, origin, sequence (the first 16 bytes of the header)
-HEAD = struct.Struct("!2sBBBBHII")
+MAGIC = wire.MAGIC
+# the header's fields from the magic to the sequence (the first 16 bytes), from wire.HEADER; the
+# digest takes the origin and sequence out of them
+_NAMES = [f.name for f in wire.HEADER]
+ORIGIN, SEQUENCE = _NAMES.index("origin"), _NAMES.index("sequence")
+HEAD = struct.Struct("!" + "".join(f.code for f in wire.HEADER[:max(ORIGIN, SEQUENCE) + 1]))
 MASK64 = (1 << 64) - 1
 PCAP_RECORD = struct.Struct("<IIII")
 
@@ -109,7 +114,8 @@ def scapy_pps(files: List[str], limit: int = 100_000, total_packets: Optional[in
                 if udp is not None and (udp.dport == PORT or udp.sport == PORT):
                     payload = bytes(udp.payload)
                     if len(payload) >= HEAD.size and payload[:2] == MAGIC:
-                        origin, sequence = HEAD.unpack_from(payload)[6:8]
+                        head = HEAD.unpack_from(payload)
+                        origin, sequence = head[ORIGIN], head[SEQUENCE]
                         counts[name] += 1
                         digest[name] = (digest[name] + (origin << 32 | sequence)) & MASK64
                 if packets >= limit:
@@ -158,7 +164,8 @@ def dpkt_pps(files: List[str]) -> Dict[str, Any]:
                     continue
                 payload = udp.data
                 if len(payload) >= HEAD.size and payload[:2] == MAGIC:
-                    origin, sequence = HEAD.unpack_from(payload)[6:8]
+                    head = HEAD.unpack_from(payload)
+                    origin, sequence = head[ORIGIN], head[SEQUENCE]
                     count += 1
                     total += origin << 32 | sequence
         counts[name] = count
@@ -194,7 +201,8 @@ def _tshark_file(path: str) -> Tuple[str, int, int, int, float]:
         _time, _src, _dst, _sport, _dport, payload = fields[:6]
         head = bytes.fromhex(payload[:2 * HEAD.size].decode())
         if len(head) == HEAD.size and head[:2] == MAGIC:
-            origin, sequence = HEAD.unpack(head)[6:8]
+            values = HEAD.unpack(head)
+            origin, sequence = values[ORIGIN], values[SEQUENCE]
             count += 1
             total += origin << 32 | sequence
     proc.wait()
