@@ -5,6 +5,26 @@
 
 local testbed = Proto("testbed", "Testbed agent message")
 
+-- The base header, field by field: name, offset, length in bytes. agents/wire.py's HEADER is the
+-- machine-readable layout: tests/test_wire_readers.py checks this table, the ProtoFields and the
+-- type, flag and extension tables below against it, and has tshark decode with this file messages
+-- that wire.py encoded.
+local header = {
+    {"magic", 0, 2}, {"version", 2, 1}, {"type", 3, 1}, {"flags", 4, 1}, {"hops", 5, 1},
+    {"header_len", 6, 2}, {"origin", 8, 4}, {"sequence", 12, 4}, {"sender", 16, 4},
+    {"frag_index", 20, 2}, {"frag_count", 22, 2}, {"message_id", 24, 8},
+}
+local at = {}  -- name -> {name, offset, length}
+local BASE_LEN = 0
+for _, h in ipairs(header) do
+    at[h[1]] = h
+    BASE_LEN = math.max(BASE_LEN, h[2] + h[3])
+end
+
+local function field(buffer, name)
+    return buffer(at[name][2], at[name][3])
+end
+
 local types = {
     [1] = "ACK", [2] = "PROBE",
     [10] = "ABC_REQUEST", [11] = "ABC_REPLY", [12] = "ABC_DATA", [13] = "ABC_TAKE",
@@ -37,11 +57,10 @@ f.ext_type = ProtoField.uint8("testbed.ext.type", "Extension", base.DEC, extensi
 f.ext_len = ProtoField.uint16("testbed.ext.len", "Length")
 f.ext_value = ProtoField.bytes("testbed.ext.value", "Value")
 f.payload = ProtoField.bytes("testbed.payload", "Payload")
-
-local BASE_LEN = 32
+local flag_bits = {f.flag_ack, f.flag_retx, f.flag_bcast, f.flag_relayed, f.flag_pulled}
 
 local function looks_like_testbed(buffer)
-    return buffer:len() >= BASE_LEN and buffer(0, 2):string() == "TB"
+    return buffer:len() >= BASE_LEN and field(buffer, "magic"):string() == "TB"
 end
 
 function testbed.dissector(buffer, pinfo, tree)
@@ -49,26 +68,17 @@ function testbed.dissector(buffer, pinfo, tree)
         return 0
     end
     pinfo.cols.protocol = "TESTBED"
-    local header_len = buffer(6, 2):uint()
-    local mtype = buffer(3, 1):uint()
+    local header_len = field(buffer, "header_len"):uint()
+    local mtype = field(buffer, "type"):uint()
     local subtree = tree:add(testbed, buffer(0, math.min(header_len, buffer:len())), "Testbed message")
-    subtree:add(f.magic, buffer(0, 2))
-    subtree:add(f.version, buffer(2, 1))
-    subtree:add(f.type, buffer(3, 1))
-    local flags = subtree:add(f.flags, buffer(4, 1))
-    flags:add(f.flag_ack, buffer(4, 1))
-    flags:add(f.flag_retx, buffer(4, 1))
-    flags:add(f.flag_bcast, buffer(4, 1))
-    flags:add(f.flag_relayed, buffer(4, 1))
-    flags:add(f.flag_pulled, buffer(4, 1))
-    subtree:add(f.hops, buffer(5, 1))
-    subtree:add(f.header_len, buffer(6, 2))
-    subtree:add(f.origin, buffer(8, 4))
-    subtree:add(f.sequence, buffer(12, 4))
-    subtree:add(f.sender, buffer(16, 4))
-    subtree:add(f.frag_index, buffer(20, 2))
-    subtree:add(f.frag_count, buffer(22, 2))
-    subtree:add(f.message_id, buffer(24, 8))
+    for _, h in ipairs(header) do
+        local item = subtree:add(f[h[1]], buffer(h[2], h[3]))
+        if h[1] == "flags" then
+            for _, bit in ipairs(flag_bits) do
+                item:add(bit, buffer(h[2], h[3]))
+            end
+        end
+    end
     local offset = BASE_LEN
     while offset + 3 <= header_len and offset + 3 <= buffer:len() do
         local length = buffer(offset + 1, 2):uint()
@@ -83,8 +93,8 @@ function testbed.dissector(buffer, pinfo, tree)
         subtree:add(f.payload, buffer(header_len))
     end
     pinfo.cols.info = string.format("%s origin=%d seq=%d frag=%d/%d",
-        types[mtype] or tostring(mtype), buffer(8, 4):uint(), buffer(12, 4):uint(),
-        buffer(20, 2):uint(), buffer(22, 2):uint())
+        types[mtype] or tostring(mtype), field(buffer, "origin"):uint(), field(buffer, "sequence"):uint(),
+        field(buffer, "frag_index"):uint(), field(buffer, "frag_count"):uint())
     return buffer:len()
 end
 
