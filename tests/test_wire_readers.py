@@ -20,7 +20,7 @@ from scapy.utils import RawPcapReader
 
 from agents import wire
 from agents.wire import BASE_LEN, FIELDS, HEADER, MAGIC, MAX_DATAGRAM, VERSION, Ext, Flags, Header, MessageType
-from spark_analysis.pcapreader import DIR_OUT, read_bytes
+from spark_analysis.pcapreader import DIR_IN, DIR_OUT, read_bytes
 
 from .conftest import ROOT
 from .synthetic import make_run
@@ -57,6 +57,7 @@ def _lua_protofields(text: str) -> Dict[str, Tuple[str, str, str]]:
 
 
 def _lua_numbered(body: str) -> Dict[int, str]:
+    """A table body of `[number] = "NAME"` entries as {number: name}."""
     return {int(number): name for number, name in re.findall(r'\[(\d+)\]\s*=\s*"(\w+)"', body)}
 
 
@@ -103,7 +104,8 @@ def test_the_lua_dissectors_types_flags_and_extensions_are_wire_enums():
 
 def _known_messages() -> List[Tuple[Header, bytes]]:
     """One message of every type, with every flag bit, every extension type (and an unknown one),
-    fragments, relays and 64-bit message ids among them, and no two values of a field alike."""
+    fragments, relays and 64-bit message ids among them; origin, sequence, sender, hops, fragment
+    numbers and message id differ from each other and from message to message."""
     flags = list(_flags().values())
     values = {Ext.VECTOR_CLOCK: wire.vector_clock([3, 0, 7]), Ext.INFRA_ID: wire.u32(4), Ext.TARGET: wire.u32(9),
               Ext.ACKED: wire.acked(5, 17, 1), Ext.TIMESTAMP_NS: wire.u64(1_795_400_000_123_456_789)}
@@ -117,8 +119,8 @@ def _known_messages() -> List[Tuple[Header, bytes]]:
         else:
             extensions = {}
         header = Header(type=mtype, origin=100 + i, sequence=70_000 + i, sender=200 + i,
-                        flags=flags[i % len(flags)] | (flags[-1] if i % 3 == 0 else 0), hops=i % 5,
-                        frag_index=i % 3, frag_count=3 + i,
+                        flags=flags[i % len(flags)] | (flags[-1] if i % 3 == 0 else 0), hops=i,
+                        frag_index=10 + i, frag_count=30 + i,
                         message_id=0x7FFF_FFFF_FFFF_FFF0 if i == 4 else (1 << 40) * i + i, extensions=extensions)
         out.append((header, bytes(range(i, 3 * i))))
     return out
@@ -195,13 +197,14 @@ def test_tshark_with_the_lua_dissector_reads_back_every_field_wire_encoded(known
         types = [int(e.get("show")) for e in found.get("testbed.ext.type", [])]
         assert types == sorted(header.extensions)
         for element, kind in zip(found.get("testbed.ext.type", []), types):
-            name = Ext(kind).name if kind in Ext._value2member_map_ else "Unknown"
+            name = Ext(kind).name if kind in {int(m) for m in Ext} else "Unknown"
             assert element.get("showname").startswith(f"Extension: {name} ({kind})")
         assert [int(e.get("show")) for e in found.get("testbed.ext.len", [])] == \
             [len(header.extensions[t]) for t in types]
         assert [bytes.fromhex(e.get("value")) for e in found.get("testbed.ext.value", [])] == \
             [header.extensions[t] for t in types]
-        assert [bytes.fromhex(e.get("value")) for e in found.get("testbed.payload", [])] == ([payload] if payload else [])
+        payloads = [bytes.fromhex(e.get("value")) for e in found.get("testbed.payload", [])]
+        assert payloads == ([payload] if payload else [])
     info = _tshark(known["pcap"], "-T", "fields", "-e", "_ws.col.Info").splitlines()
     assert info == [f"{MessageType(h.type).name} origin={h.origin} seq={h.sequence} frag={h.frag_index}/{h.frag_count}"
                     for h, _ in known["messages"]]
@@ -219,7 +222,7 @@ def test_the_pcap_reader_reads_back_every_field_wire_encoded(known):
                  "header_len"):
         assert data.columns[name].tolist() == [int(e[columns.get(name, name)]) for e in expected], name
     assert data.columns["payload_len"].tolist() == [len(p) for _, p in known["messages"]]
-    assert data.columns["direction"].tolist()[0] == DIR_OUT
+    assert data.columns["direction"].tolist() == [DIR_OUT] + [DIR_IN] * (len(expected) - 1)  # by sender
 
 
 # -- docs/WIRE.md -----------------------------------------------------------------------------------
