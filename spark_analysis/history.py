@@ -1,4 +1,4 @@
-"""From Spark's event tables to the checkers' History, and the measures computed on it.
+"""From Spark's event tables to the checks' History, and the measures computed on it.
 
 The history of a run is its application-level sends (with intended receivers, and the order,
 priority, vector-timestamp and dependency fields a protocol logs) and deliveries; nodes that
@@ -13,7 +13,8 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 import pandas as pd
 
-from .checkers import History, Prepared, _lookup, _member, _unique, prepare
+from .checks import History, Prepared, prepare
+from .checks.arrays import lookup, member, unique
 from .reduce import DATA_TYPES
 
 NODE_DOWN = {"kill", "stop"}
@@ -54,14 +55,14 @@ def end_of_run(manifest: dict, deliveries: pd.DataFrame) -> int:
 
 def gossip_measures(history: Union[History, Prepared], manifest: dict, wire: dict) -> Dict[str, object]:
     """Reliability, atomicity, bimodality (from the history), RMR and control overhead (from the
-    wire), and convergence time after the last fault. Pass the checkers' Prepared history to
+    wire), and convergence time after the last fault. Pass the checks' Prepared history to
     encode it once."""
     p = prepare(history)
-    # E(m) as the checkers define it, restricted to correct nodes; a pair is a hit when that node
+    # E(m) as the checks define it, restricted to correct nodes; a pair is a hit when that node
     # delivered m (its first delivery; duplicates and phantoms do not count)
     keep = p.correct[p.E_node] if len(p.E_node) else np.zeros(0, bool)
     e_msg, e_key = p.E_msg[keep], p.E_key[keep]
-    hit = _member(e_key, np.sort(p.f_msg * p.NN + p.f_node))
+    hit = member(e_key, np.sort(p.f_msg * p.NN + p.f_node))
     count = np.bincount(e_msg, minlength=p.M)
     hits = np.bincount(e_msg, weights=hit, minlength=p.M)
     has = count > 0
@@ -109,13 +110,13 @@ class _Lazy:
 
 
 def prepared_history(d, manifest: dict) -> Prepared:
-    """The checkers' Prepared history of one run straight from the analysis's integer codes
+    """The checks' Prepared history of one run straight from the analysis's integer codes
     (metrics.RunData), without a string per row. Messages are named origin:seq:type.
 
     Only application messages are judged: sends of the data types (reduce.DATA_TYPES) and of any
     type some node delivers. A protocol's control messages (an AbC request, a gossip pull) are
     never delivered to an application, so they are not "lost"."""
-    judged_codes = {int(t) for t in DATA_TYPES} | {int(t) for t in _unique(d.d_type) if t >= 0}
+    judged_codes = {int(t) for t in DATA_TYPES} | {int(t) for t in unique(d.d_type) if t >= 0}
     keep = np.flatnonzero(np.isin(d.s_type, sorted(judged_codes))) if d.S else np.zeros(0, np.int64)
     # messages numbered by (origin, type, seq), phantoms by name: the same codes, and so the same
     # counterexamples, whatever order the rows arrived in
@@ -126,7 +127,7 @@ def prepared_history(d, manifest: dict) -> Prepared:
         dup = sk[1:][sk[1:] == sk[:-1]][:5]
         names = [_msg_name(d, int(keep[np.searchsorted(sk, k)])) for k in dup]
         raise ValueError(f"sends has duplicate msg ids: {names}")
-    d_msg = _lookup(sk, d.d_key)  # message code, -1 for none
+    d_msg = lookup(sk, d.d_key)  # message code, -1 for none
     # phantoms: deliveries of messages no judged send names, numbered after the sends
     ph = d_msg < 0
     phantom_ids: List[str] = []

@@ -1,4 +1,4 @@
-"""Delivery-property checkers (spark_analysis.checkers): each anomaly planted in an otherwise valid
+"""Delivery-property checks (spark_analysis.checks): each anomaly planted in an otherwise valid
 history makes exactly the checks it must fail invalid, naming the planted message and node; valid
 histories pass everything; an empty history is unknown everywhere. Pure and fast: no network."""
 
@@ -14,8 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spark_analysis import checkers
-from spark_analysis.checkers import (
+from spark_analysis.checks import (
     CHECKS,
     History,
     check_all,
@@ -23,6 +22,8 @@ from spark_analysis.checkers import (
     check_total_order_global,
     expected_pairs,
 )
+from spark_analysis.checks import causal
+from spark_analysis.checks.arrays import order_by
 
 ALL = set(CHECKS)
 NO_ORDER = frozenset({"total-order-sequencer"})  # histories whose messages carry no order number
@@ -488,9 +489,9 @@ def test_priority_respected_or_not_pending():
 # entirely by the sequential fallback: both must agree
 
 
-@pytest.fixture(params=[checkers.CLOSURE_PASSES, 0], ids=["passes", "sequential"], autouse=False)
+@pytest.fixture(params=[causal.CLOSURE_PASSES, 0], ids=["passes", "sequential"], autouse=False)
 def closure(request, monkeypatch):
-    monkeypatch.setattr(checkers, "CLOSURE_PASSES", request.param)
+    monkeypatch.setattr(causal, "CLOSURE_PASSES", request.param)
 
 
 def test_causal_rule_a_same_origin(closure):
@@ -663,13 +664,13 @@ def test_closure_passes_and_sequential_agree_on_shuffled_deliveries(h, rnd: rand
     times = list(h.deliveries["t"])
     rnd.shuffle(times)
     h.deliveries = h.deliveries.assign(t=times)
-    old = checkers.CLOSURE_PASSES
+    old = causal.CLOSURE_PASSES
     try:
         a = check_causal_order(h)
-        checkers.CLOSURE_PASSES = 0
+        causal.CLOSURE_PASSES = 0
         b = check_causal_order(h)
     finally:
-        checkers.CLOSURE_PASSES = old
+        causal.CLOSURE_PASSES = old
     assert a["anomalies"] == b["anomalies"]
     assert a["counterexamples"] == b["counterexamples"]
 
@@ -691,4 +692,4 @@ def test_order_by_orders_rows_as_lexsort_does(keys):
     """Combined keys, radix sorts of narrow keys and stable passes over wide ones: the same
     permutation as lexsort (ties in row order), even for keys spanning the whole int64 range."""
     want = np.lexsort(keys[::-1]) if len(keys[0]) else np.zeros(0, np.int64)
-    assert checkers._order_by(*keys).tolist() == want.tolist()
+    assert order_by(*keys).tolist() == want.tolist()
