@@ -2,7 +2,8 @@
 
 The history of a run is its application-level sends (with intended receivers, and the order,
 priority, vector-timestamp and dependency fields a protocol logs) and deliveries; nodes that
-crashed (kill or stop, until a start) come from the manifest's timeline as executed.
+crashed (kill or stop, until a start) come from the manifest's timeline as executed, and what the
+run's protocol promises beyond the logs (contiguous sequencer numbers) from its `promises`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from .reduce import DATA_TYPES
 
 NODE_DOWN = {"kill", "stop"}
 NODE_UP = {"start"}
+#: the promise under which a run's sequencer numbers must be contiguous (no number skipped): the
+#: total-order-sequencer check then counts holes
+CONTIGUOUS_ORDER = "contiguous-order"
 
 
 def _json_tuple(text) -> Optional[tuple]:
@@ -43,6 +47,19 @@ def down_intervals(manifest: dict) -> Dict[str, List[Tuple[int, Optional[int]]]]
             elif action["action"] in NODE_UP and spans and spans[-1][1] is None:
                 spans[-1][1] = int(action["t_ns"])
     return {n: [tuple(s) for s in spans] for n, spans in down.items() if spans}
+
+
+def promises_contiguous_order(manifest: dict) -> bool:
+    """Whether the run promises contiguous sequencer numbers: the manifest's top-level list
+    `promises` names CONTIGUOUS_ORDER. No list (a run recorded before manifests carried promises,
+    a protocol that promises nothing) is no promise; anything but a list of strings is an error,
+    not a silent "no", since the hole rule would then quietly go unjudged."""
+    promises = manifest.get("promises")
+    if promises is None:
+        return False
+    if not isinstance(promises, list) or not all(isinstance(x, str) for x in promises):
+        raise ValueError(f"the manifest's promises must be a list of strings, not {promises!r}")
+    return CONTIGUOUS_ORDER in promises
 
 
 def end_of_run(manifest: dict, deliveries: pd.DataFrame) -> int:
@@ -115,7 +132,8 @@ def prepared_history(d, manifest: dict) -> Prepared:
 
     Only application messages are judged: sends of the data types (reduce.DATA_TYPES) and of any
     type some node delivers. A protocol's control messages (an AbC request, a gossip pull) are
-    never delivered to an application, so they are not "lost"."""
+    never delivered to an application, so they are not "lost". Sequencer numbers must be
+    contiguous when the manifest promises it (promises_contiguous_order)."""
     judged_codes = {int(t) for t in DATA_TYPES} | {int(t) for t in unique(d.d_type) if t >= 0}
     keep = np.flatnonzero(np.isin(d.s_type, sorted(judged_codes))) if d.S else np.zeros(0, np.int64)
     # messages numbered by (origin, type, seq), phantoms by name: the same codes, and so the same
@@ -155,7 +173,8 @@ def prepared_history(d, manifest: dict) -> Prepared:
     frame = _optional_columns(d, keep)
     nodes = sorted(manifest.get("node_ids", {}), key=lambda n: manifest["node_ids"][n])
     ends = pd.DataFrame({"t": d.d_t})
-    h = History(sends=None, deliveries=None, nodes=nodes, down=down, end_ns=end_of_run(manifest, ends))
+    h = History(sends=None, deliveries=None, nodes=nodes, down=down, end_ns=end_of_run(manifest, ends),
+                contiguous_order=promises_contiguous_order(manifest))
     return Prepared.from_codes(
         h, sends=frame, node_names=names, n_vc=len(nodes), origin=d.s_origin[keep], seq=d.s_seq[keep],
         t=d.s_t[keep], e_msg=e_msg, e_node=e_node, d_msg=d_msg, d_node=d.d_node, d_t=d.d_t,

@@ -4,7 +4,7 @@ every check.
 
 Input contract
 --------------
-`History(sends, deliveries, nodes, down={}, end_ns=None, fifo_contiguous=False)`:
+`History(sends, deliveries, nodes, down={}, end_ns=None, contiguous_order=False)`:
 
 - `sends`: pandas DataFrame, one row per application-level send:
     - `msg` (str): unique id, conventionally "<origin>:<seq>";
@@ -26,8 +26,9 @@ Input contract
 - `down`: node -> list of (start_ns, end_ns or None) intervals when the node was crashed or
   stopped, half-open [start, end); None = until the end of the run.
 - `end_ns`: end of the run (after the quiet period); None = the latest time in the history.
-- `fifo_contiguous`: require contiguity of sequencer numbers (the total-order-sequencer "hole"
-  anomaly); the name is the contract's.
+- `contiguous_order`: require contiguity of sequencer numbers (the total-order-sequencer "hole"
+  anomaly). A real run requires it when its manifest promises "contiguous-order"
+  (spark_analysis.history.prepared_history).
 
 Derived: a node is *correct* when it has no down interval. E(m), the nodes expected to deliver m,
 is eligible(m) restricted to the nodes with no down interval overlapping [t_send(m), end_ns]. The
@@ -66,7 +67,7 @@ class History:
     nodes: List[str]
     down: Dict[str, List[Tuple[int, Optional[int]]]] = field(default_factory=dict)
     end_ns: Optional[int] = None
-    fifo_contiguous: bool = False
+    contiguous_order: bool = False
 
 
 # ----------------------------------------------------------------------------------------------
@@ -171,7 +172,7 @@ class Prepared:
                    seq: np.ndarray, t: np.ndarray, e_msg: np.ndarray, e_node: np.ndarray, d_msg: np.ndarray,
                    d_node: np.ndarray, d_t: np.ndarray, msg_ids, phantom_ids, eligible) -> "Prepared":
         """A history already in integer codes (the analysis job's path, no strings per row):
-        h gives down, end_ns and fifo_contiguous (its sends and deliveries are not read);
+        h gives down, end_ns and contiguous_order (its sends and deliveries are not read);
         sends holds the optional columns (order, priority, sequencer, vc, deps) per message;
         node codes index node_names (the first n_vc are the vc order); d_msg >= M names a
         phantom, phantom_ids[d_msg - M]; msg_ids and eligible are indexed by message code

@@ -3,7 +3,7 @@
 
 - "total-order-sequencer": per sequencer: reuse (one number, two messages), out-of-order (a node
   delivers a number lower than one it delivered before; counted per delivery), hole (with
-  fifo_contiguous; counted per (node, number): a number between the sequencer's first number and
+  contiguous_order; counted per (node, number): a number between the sequencer's first number and
   the highest one the node delivered that the node never delivered, while it was either assigned
   to no message or to one whose E contains the node). Numbers are per sequencer.
 - "total-order-global": the union over nodes of the edges a -> b, b delivered right after a at
@@ -75,7 +75,7 @@ def check_total_order_sequencer(history: Union[History, Prepared]) -> Dict[str, 
                         "after_t": int(ft[srt[j]])})
     # holes
     n_holes, cex_hole = 0, []
-    if p.h.fifo_contiguous and len(gs):
+    if p.h.contiguous_order and len(gs):
         # per (node, sequencer) group: the numbers delivered, expected (E) and assigned
         E_sel = om[p.E_msg]
         Em = p.E_msg[E_sel]
@@ -113,7 +113,7 @@ def check_total_order_sequencer(history: Union[History, Prepared]) -> Dict[str, 
                                  "missing_msgs": {str(int(ov[m])): p.mid(m) for m in named},
                                  "count": int(k), "first": lo, "highest_delivered": hi})
     stats = {"sequencers": [s for s in snames], "numbered_messages": len(numbered),
-             "contiguity_required": bool(p.h.fifo_contiguous)}
+             "contiguity_required": bool(p.h.contiguous_order)}
     return result(name, {"reuse": len(reused), "out-of-order": int(ooo.sum()), "hole": int(n_holes)},
                    {"reuse": cex_reuse, "out-of-order": cex_ooo, "hole": cex_hole}, stats, len(gs),
                    "no delivery of a numbered message")
