@@ -306,7 +306,7 @@ class RunData:
         self.r_node = self.nodes.encode(receptions.column("node"))
         self.r_type = _np(receptions.column("type"))
         self.r_msg = lookup(self.m_key, _message_keys(self._wire_origin(receptions.column("origin")), self.r_type,
-                                                         _np(receptions.column("seq"))))
+                                                      _np(receptions.column("seq"))))
         self.r_t = _np(receptions.column("t"))
         self.r_complete = _np(receptions.column("frags")) >= _np(receptions.column("frag_count"))
         self.r_dups = _np(receptions.column("copies")) - _np(receptions.column("frags"))

@@ -36,4 +36,4 @@ def check_agreement(history: Union[History, Prepared]) -> Dict[str, Any]:
     stats = {"correct_nodes": [n for n, c in zip(p.node_names, p.correct) if c],
              "messages_delivered_by_a_correct_node": int(by_correct.sum())}
     return result(name, {"disagreement": int(bad.sum())}, {"disagreement": cex}, stats, int(by_correct.sum()),
-                   "no correct node delivered a sent message")
+                  "no correct node delivered a sent message")

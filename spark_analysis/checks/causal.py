@@ -241,7 +241,7 @@ def check_causal_order(history: Union[History, Prepared]) -> Dict[str, Any]:
                            "predecessor": p.mid(m1), "predecessor_delivered_at": p.first_delivery(m1, r),
                            "rules": rl})
     return result(name, {"late-predecessor": n_late, "missing-predecessor": n_miss}, cex, stats, len(p.f_msg),
-                   NO_DELIVERY)
+                  NO_DELIVERY)
 
 
 def check_causal_order_unless_skipped(history: Union[History, Prepared], causal: bool = True) -> Dict[str, Any]:

@@ -61,14 +61,14 @@ def check_delivery(history: Union[History, Prepared]) -> List[Dict[str, Any]]:
     no_exp = NO_SEND if not M else NO_EXPECTED
     out = [
         result("at-most-once", {"duplicate": n_dup}, {"duplicate": cex_dup},
-                dict(base, extra_deliveries=int((counts[dup] - 1).sum())), n_del_known, no_del),
+               dict(base, extra_deliveries=int((counts[dup] - 1).sum())), n_del_known, no_del),
         result("at-least-once", {"lost": n_lost}, {"lost": cex_lost}, base, len(p.E_key), no_exp),
         result("exactly-once", {"duplicate": n_dup, "lost": n_lost}, {"duplicate": cex_dup, "lost": cex_lost},
-                base, len(p.E_key), no_exp),
+               base, len(p.E_key), no_exp),
     ]
     violated = [name for name, n in (("phantom", n_ph), ("misrouted", n_mis)) if n]
     out.append(result("best-effort", {"phantom": n_ph, "misrouted": n_mis}, {"phantom": cex_ph, "misrouted": cex_mis},
-                       dict(base, violated=violated), n_del_known, no_del))
+                      dict(base, violated=violated), n_del_known, no_del))
     out.append(result("no-phantom", {"phantom": n_ph}, {"phantom": cex_ph}, base, n_del_known, no_del))
     out.append(result("no-misrouted", {"misrouted": n_mis}, {"misrouted": cex_mis}, base, n_del_known, no_del))
     return out

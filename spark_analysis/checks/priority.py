@@ -54,4 +54,4 @@ def check_priority_order(history: Union[History, Prepared]) -> Dict[str, Any]:
                     "overtaken_sent_at": int(ts[j]), "overtaken_delivered_at": int(ft[j])})
     stats = {"levels": len(unique(pr)) if n else 0, "prioritised_messages": int(pm.sum())}
     return result(name, {"inversion": int(bad.sum())}, {"inversion": cex}, stats, n,
-                   "no delivery of a message with a priority")
+                  "no delivery of a message with a priority")

@@ -116,7 +116,7 @@ def check_total_order_sequencer(history: Union[History, Prepared]) -> Dict[str, 
              "contiguity_required": bool(p.h.contiguous_order)}
     return result(name, {"reuse": len(reused), "out-of-order": int(ooo.sum()), "hole": int(n_holes)},
                    {"reuse": cex_reuse, "out-of-order": cex_ooo, "hole": cex_hole}, stats, len(gs),
-                   "no delivery of a numbered message")
+                  "no delivery of a numbered message")
 
 
 def _unassigned(a_in: np.ndarray, lo: int, hi: int, limit: int) -> List[int]:
