@@ -1,8 +1,9 @@
-"""From Spark's event tables to the checkers' History, and the measures computed on it.
+"""From Spark's event tables to the checks' History, and the measures computed on it.
 
 The history of a run is its application-level sends (with intended receivers, and the order,
 priority, vector-timestamp and dependency fields a protocol logs) and deliveries; nodes that
-crashed (kill or stop, until a start) come from the manifest's timeline as executed.
+crashed (kill or stop, until a start) come from the manifest's timeline as executed, and what the
+run's protocol promises beyond the logs (contiguous sequencer numbers) from its `promises`.
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 import pandas as pd
 
-from .checkers import History, Prepared, _lookup, _member, _unique, prepare
+from .checks import History, Prepared, prepare
+from .checks.arrays import lookup, member, unique
 from .reduce import DATA_TYPES
 
 NODE_DOWN = {"kill", "stop"}
 NODE_UP = {"start"}
+#: the promise under which a run's sequencer numbers must be contiguous (no number skipped): the
+#: total-order-sequencer check then counts holes
+CONTIGUOUS_ORDER = "contiguous-order"
 
 
 def _json_tuple(text) -> Optional[tuple]:
@@ -44,6 +49,19 @@ def down_intervals(manifest: dict) -> Dict[str, List[Tuple[int, Optional[int]]]]
     return {n: [tuple(s) for s in spans] for n, spans in down.items() if spans}
 
 
+def promises_contiguous_order(manifest: dict) -> bool:
+    """Whether the run promises contiguous sequencer numbers: the manifest's top-level list
+    `promises` names CONTIGUOUS_ORDER. No list (a run recorded before manifests carried promises,
+    a protocol that promises nothing) is no promise; anything but a list of strings is an error,
+    not a silent "no", since the hole rule would then quietly go unjudged."""
+    promises = manifest.get("promises")
+    if promises is None:
+        return False
+    if not isinstance(promises, list) or not all(isinstance(x, str) for x in promises):
+        raise ValueError(f"the manifest's promises must be a list of strings, not {promises!r}")
+    return CONTIGUOUS_ORDER in promises
+
+
 def end_of_run(manifest: dict, deliveries: pd.DataFrame) -> int:
     scen = manifest.get("scenario") or {}
     t0 = manifest.get("t0_ns")
@@ -54,14 +72,14 @@ def end_of_run(manifest: dict, deliveries: pd.DataFrame) -> int:
 
 def gossip_measures(history: Union[History, Prepared], manifest: dict, wire: dict) -> Dict[str, object]:
     """Reliability, atomicity, bimodality (from the history), RMR and control overhead (from the
-    wire), and convergence time after the last fault. Pass the checkers' Prepared history to
+    wire), and convergence time after the last fault. Pass the checks' Prepared history to
     encode it once."""
     p = prepare(history)
-    # E(m) as the checkers define it, restricted to correct nodes; a pair is a hit when that node
+    # E(m) as the checks define it, restricted to correct nodes; a pair is a hit when that node
     # delivered m (its first delivery; duplicates and phantoms do not count)
     keep = p.correct[p.E_node] if len(p.E_node) else np.zeros(0, bool)
     e_msg, e_key = p.E_msg[keep], p.E_key[keep]
-    hit = _member(e_key, np.sort(p.f_msg * p.NN + p.f_node))
+    hit = member(e_key, np.sort(p.f_msg * p.NN + p.f_node))
     count = np.bincount(e_msg, minlength=p.M)
     hits = np.bincount(e_msg, weights=hit, minlength=p.M)
     has = count > 0
@@ -109,13 +127,14 @@ class _Lazy:
 
 
 def prepared_history(d, manifest: dict) -> Prepared:
-    """The checkers' Prepared history of one run straight from the analysis's integer codes
+    """The checks' Prepared history of one run straight from the analysis's integer codes
     (metrics.RunData), without a string per row. Messages are named origin:seq:type.
 
     Only application messages are judged: sends of the data types (reduce.DATA_TYPES) and of any
     type some node delivers. A protocol's control messages (an AbC request, a gossip pull) are
-    never delivered to an application, so they are not "lost"."""
-    judged_codes = {int(t) for t in DATA_TYPES} | {int(t) for t in _unique(d.d_type) if t >= 0}
+    never delivered to an application, so they are not "lost". Sequencer numbers must be
+    contiguous when the manifest promises it (promises_contiguous_order)."""
+    judged_codes = {int(t) for t in DATA_TYPES} | {int(t) for t in unique(d.d_type) if t >= 0}
     keep = np.flatnonzero(np.isin(d.s_type, sorted(judged_codes))) if d.S else np.zeros(0, np.int64)
     # messages numbered by (origin, type, seq), phantoms by name: the same codes, and so the same
     # counterexamples, whatever order the rows arrived in
@@ -126,7 +145,7 @@ def prepared_history(d, manifest: dict) -> Prepared:
         dup = sk[1:][sk[1:] == sk[:-1]][:5]
         names = [_msg_name(d, int(keep[np.searchsorted(sk, k)])) for k in dup]
         raise ValueError(f"sends has duplicate msg ids: {names}")
-    d_msg = _lookup(sk, d.d_key)  # message code, -1 for none
+    d_msg = lookup(sk, d.d_key)  # message code, -1 for none
     # phantoms: deliveries of messages no judged send names, numbered after the sends
     ph = d_msg < 0
     phantom_ids: List[str] = []
@@ -154,7 +173,8 @@ def prepared_history(d, manifest: dict) -> Prepared:
     frame = _optional_columns(d, keep)
     nodes = sorted(manifest.get("node_ids", {}), key=lambda n: manifest["node_ids"][n])
     ends = pd.DataFrame({"t": d.d_t})
-    h = History(sends=None, deliveries=None, nodes=nodes, down=down, end_ns=end_of_run(manifest, ends))
+    h = History(sends=None, deliveries=None, nodes=nodes, down=down, end_ns=end_of_run(manifest, ends),
+                contiguous_order=promises_contiguous_order(manifest))
     return Prepared.from_codes(
         h, sends=frame, node_names=names, n_vc=len(nodes), origin=d.s_origin[keep], seq=d.s_seq[keep],
         t=d.s_t[keep], e_msg=e_msg, e_node=e_node, d_msg=d_msg, d_node=d.d_node, d_t=d.d_t,

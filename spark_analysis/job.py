@@ -205,8 +205,8 @@ def _write_receptions(spark, c, runs: List[RunInfo], partial: Dict[str, str]) ->
 
 
 def _check_run(c, r: RunInfo, causal: str):
-    """(checks, gossip measures) of one run, from the checkers' history of its codes."""
-    from .checkers import check_all
+    """(checks, gossip measures) of one run, from the checks' history of its codes."""
+    from .checks import check_all
     from .history import gossip_measures, prepared_history
 
     prepared = prepared_history(c.data[r.run_id], r.manifest)  # the checks' and the gossip measures'

@@ -5,7 +5,7 @@ Spark does the heavy part: each capture is decoded and reduced in the task that 
 second) and the logs are parsed into the events table. What reaches the driver, as Arrow, is the
 receptions, the wire sends, the application sends with their intended receivers and the
 deliveries; there every node and message gets an integer code, and the join of each send's
-intended receivers with the receptions, the statistics below and the checkers' history are
+intended receivers with the receptions, the statistics below and the checks' history are
 computed with numpy on those codes (exact int64 nanoseconds, no Python object per row).
 
 Definitions (written down in docs/ANALYSIS.md):
@@ -37,7 +37,7 @@ import numpy as np
 
 from agents.wire import MessageType
 
-from .checkers import _lookup, _order_by, _unique
+from .checks.arrays import lookup, order_by, unique
 from .pcapreader import DIR_FORWARDED, DIR_IN, DIR_OUT
 from .reduce import DATA_TYPES, L2_L3_L4_HEADERS  # noqa: F401 (the header size: documented here, counted there)
 
@@ -244,7 +244,7 @@ class RunData:
         self.s_seq = _np(sends.column("seq"))
         self.s_t = _np(sends.column("t"))
         self.s_key = _message_keys(self.s_origin, self.s_type, self.s_seq)
-        self.m_key, self.s_msg = _unique(self.s_key, return_inverse=True)
+        self.m_key, self.s_msg = unique(self.s_key, return_inverse=True)
         self.S = len(self.s_key)
         # intended receivers: one (send, node) pair per entry of each send's list
         intended = sends.column("intended")
@@ -265,7 +265,7 @@ class RunData:
         self.d_seq_valid = _valid(deliveries.column("seq"))
         self.d_t = _np(deliveries.column("t"))
         self.d_key = _message_keys(self.d_origin, self.d_type, np.where(self.d_seq_valid, self.d_seq, -1))
-        self.d_msg = _lookup(self.m_key, self.d_key)
+        self.d_msg = lookup(self.m_key, self.d_key)
         self.d_produced = _np(deliveries.column("produced_ns"))
         self.d_produced_valid = _valid(deliveries.column("produced_ns"))
         self.d_hops = _np(deliveries.column("hops"))
@@ -285,7 +285,7 @@ class RunData:
 
         # wire send time per message: the first own transmission any capture shows, else the log's
         U = len(self.m_key)
-        w_msg = _lookup(self.m_key, self.w_key)
+        w_msg = lookup(self.m_key, self.w_key)
         first = np.full(U, np.iinfo(np.int64).max)
         ok = self.w_t_valid & (w_msg >= 0)
         np.minimum.at(first, w_msg[ok], self.w_t[ok])
@@ -295,7 +295,7 @@ class RunData:
     def _wire_origin(self, col) -> np.ndarray:
         """Node codes of wire node ids (an id no manifest names becomes node "#id")."""
         raw = _np(col, fill=-1)
-        uniq, inv = _unique(raw, return_inverse=True)
+        uniq, inv = unique(raw, return_inverse=True)
         lut = np.array([self._by_wire_id[int(u)] if int(u) in self._by_wire_id else self.nodes.add(f"#{int(u)}")
                         for u in uniq], np.int64)
         return lut[inv] if len(raw) else np.zeros(0, np.int64)
@@ -305,8 +305,8 @@ class RunData:
         copy at that receiver (p_*)."""
         self.r_node = self.nodes.encode(receptions.column("node"))
         self.r_type = _np(receptions.column("type"))
-        self.r_msg = _lookup(self.m_key, _message_keys(self._wire_origin(receptions.column("origin")), self.r_type,
-                                                         _np(receptions.column("seq"))))
+        self.r_msg = lookup(self.m_key, _message_keys(self._wire_origin(receptions.column("origin")), self.r_type,
+                                                      _np(receptions.column("seq"))))
         self.r_t = _np(receptions.column("t"))
         self.r_complete = _np(receptions.column("frags")) >= _np(receptions.column("frag_count"))
         self.r_dups = _np(receptions.column("copies")) - _np(receptions.column("frags"))
@@ -323,7 +323,7 @@ class RunData:
         r_pair = r_pair[keep]
         r_t = self.r_t[r_ok][order][keep]
         r_complete = self.r_complete[r_ok][order][keep]
-        hit = _lookup(r_pair, self.s_msg[self.e_send] * NR + self.e_node) if len(self.e_send) else np.zeros(0, int)
+        hit = lookup(r_pair, self.s_msg[self.e_send] * NR + self.e_node) if len(self.e_send) else np.zeros(0, int)
         self.p_send = self.e_send
         self.p_node = self.e_node
         self.p_reached = hit >= 0
@@ -337,7 +337,7 @@ class RunData:
     def delivered_messages(self) -> Tuple[np.ndarray, np.ndarray]:
         """(keys, code per delivery): every delivered message (sent or not) numbered, for
         distinct (message, node) counts; computed once, by whichever measure asks first."""
-        return _unique(self.d_key, return_inverse=True)
+        return unique(self.d_key, return_inverse=True)
 
     @property
     def dm_key(self) -> np.ndarray:
@@ -436,7 +436,7 @@ class Collected:
     def message_level(self, run_id: str) -> Dict[str, dict]:
         d = self.data[run_id]
         out: Dict[str, dict] = {}
-        types = sorted(set(int(t) for t in _unique(d.s_type) if 0 <= t < _FOREIGN_TYPE))
+        types = sorted(set(int(t) for t in unique(d.s_type) if 0 <= t < _FOREIGN_TYPE))
         groups = [("all", None)] + [(type_name(t), t) for t in types]
         lat = d.p_latency
         for name, t in groups:
@@ -461,7 +461,7 @@ class Collected:
                 "delivery_time_to_all": stats_ms(worst[complete]),
             }
         r_type = d.r_type
-        for t in _unique(r_type):
+        for t in unique(r_type):
             sel = r_type == t
             n, dups = int(sel.sum()), int(d.r_dups[sel].sum())
             entry = out.setdefault(type_name(int(t)), {})
@@ -481,12 +481,12 @@ class Collected:
         if not sel.any():
             return {"mean_ms": None, "std_ms": None, "receivers": 0}
         node, t = d.p_node[sel], d.p_recv_t[sel]
-        order = _order_by(node, t)
+        order = order_by(node, t)
         node, t = node[order], t[order]
         same = node[1:] == node[:-1]
         gaps = np.diff(t)[same].astype(np.float64)
         gnode = node[1:][same]
-        uniq, inv = _unique(gnode, return_inverse=True)
+        uniq, inv = unique(gnode, return_inverse=True)
         per = np.bincount(inv, weights=gaps) / np.bincount(inv) / 1e6 if len(uniq) else np.zeros(0)
         return {"mean_ms": float(per.mean()) if len(per) else None,
                 "std_ms": float(per.std(ddof=1)) if len(per) > 1 else None,
@@ -536,9 +536,9 @@ class Collected:
         distinct_key = np.where(d.d_key >= 0, d.d_any * np.int64(d.NN) + d.d_node, -1) if len(d.d_key) \
             else np.zeros(0, np.int64)
         out: Dict[str, dict] = {}
-        names = sorted({d.type_label(t) for t in _unique(d.s_type) if t >= 0}
-                       | {d.type_label(t) for t in _unique(d.d_type) if t >= 0})
-        label_code = {d.type_label(t): int(t) for t in set(_unique(d.s_type)) | set(_unique(d.d_type)) if t >= 0}
+        names = sorted({d.type_label(t) for t in unique(d.s_type) if t >= 0}
+                       | {d.type_label(t) for t in unique(d.d_type) if t >= 0})
+        label_code = {d.type_label(t): int(t) for t in set(unique(d.s_type)) | set(unique(d.d_type)) if t >= 0}
         for name in ["all"] + names:
             if name == "all":
                 dsel, ssel = np.ones(len(d.d_t), bool), np.ones(d.S, bool)
@@ -551,7 +551,7 @@ class Collected:
             out[name] = {
                 "sent": int(ssel.sum()),
                 "delivered": int(dsel.sum()),
-                "distinct_deliveries": int(len(_unique(dk[dk >= 0])) + (dk < 0).sum()),
+                "distinct_deliveries": int(len(unique(dk[dk >= 0])) + (dk < 0).sum()),
                 "deliveries_without_send": int((dsel & ~has_send).sum()),
                 "delivery_latency": stats_ms(latency[dsel & has_send]),
                 "knowledge_age": stats_ms(age[dsel & produced_ok]),
@@ -567,7 +567,7 @@ class Collected:
         sec = (d.send_t[d.p_send] - t0) // 1_000_000_000 if len(d.p_send) else np.zeros(0, np.int64)
         by: Dict[int, tuple] = {}
         if len(sec):
-            order = _order_by(sec)
+            order = order_by(sec)
             s_sorted = sec[order]
             reached_sorted = d.p_reached[order]
             lat_sorted = d.p_latency[order]
@@ -581,7 +581,7 @@ class Collected:
         def per_second(t: np.ndarray) -> Dict[int, int]:
             if not len(t):
                 return {}
-            u, n = _unique((t - t0) // 1_000_000_000, return_counts=True)
+            u, n = unique((t - t0) // 1_000_000_000, return_counts=True)
             return dict(zip(u.tolist(), n.tolist()))
 
         sent = per_second(d.s_t)
@@ -634,7 +634,7 @@ class Collected:
         lo = int(sec.min())
         span = int(sec.max()) - lo + 1
         key = d.p_node.astype(np.int64) * span + (sec - lo)
-        u, inv = _unique(key, return_inverse=True)
+        u, inv = unique(key, return_inverse=True)
         intended = np.bincount(inv)
         reached = np.bincount(inv, weights=d.p_reached)
         rows = [{"node": d.nodes.names[int(k // span)], "second": int(k % span + lo), "intended": int(i),
@@ -654,13 +654,13 @@ class Collected:
         receivers) and control overhead (control / payload packets sent)."""
         d = self.data[run_id]
         tx_sel = d.w_tx > 0
-        tx_keys, tx_inv = _unique(d.w_key[tx_sel], return_inverse=True)
+        tx_keys, tx_inv = unique(d.w_key[tx_sel], return_inverse=True)
         tx = np.bincount(tx_inv, weights=d.w_tx[tx_sel]) if len(tx_keys) else np.zeros(0)
         # distinct receivers per delivered message
         ok = d.d_key >= 0
-        pair = _unique(d.d_any[ok] * np.int64(d.NN) + d.d_node[ok])
-        r_keys, r_n = _unique(d.dm_key[pair // d.NN], return_counts=True)
-        hit = _lookup(r_keys, tx_keys)
+        pair = unique(d.d_any[ok] * np.int64(d.NN) + d.d_node[ok])
+        r_keys, r_n = unique(d.dm_key[pair // d.NN], return_counts=True)
+        hit = lookup(r_keys, tx_keys)
         has = hit >= 0
         rmr = tx[has] / r_n[hit[has]] - 1
         pk = d.packets

@@ -1,4 +1,4 @@
-"""Delivery-property checkers (spark_analysis.checkers): each anomaly planted in an otherwise valid
+"""Delivery-property checks (spark_analysis.checks): each anomaly planted in an otherwise valid
 history makes exactly the checks it must fail invalid, naming the planted message and node; valid
 histories pass everything; an empty history is unknown everywhere. Pure and fast: no network."""
 
@@ -14,8 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spark_analysis import checkers
-from spark_analysis.checkers import (
+from spark_analysis.checks import (
     CHECKS,
     History,
     check_all,
@@ -23,6 +22,8 @@ from spark_analysis.checkers import (
     check_total_order_global,
     expected_pairs,
 )
+from spark_analysis.checks import causal
+from spark_analysis.checks.arrays import order_by
 
 ALL = set(CHECKS)
 NO_ORDER = frozenset({"total-order-sequencer"})  # histories whose messages carry no order number
@@ -134,7 +135,7 @@ def test_valid_history_passes_every_check():
     json.dumps(list(res.values()))  # plain values only
     assert res["at-least-once"]["stats"]["delivery_counts"] == {1: 18}
     assert res["causal-order"]["stats"]["rules"] == ["a", "b", "c", "d"]
-    assert_only(base().history(fifo_contiguous=True), set())
+    assert_only(base().history(contiguous_order=True), set())
 
 
 def test_sender_delivering_its_own_message_is_not_misrouted():
@@ -348,14 +349,14 @@ def test_independent_sequencers_are_checked_separately():
     b.bcast("b", ["c"], order=1, sequencer="s2")
     b.bcast("a", ["c"], order=2, sequencer="s1")
     b.bcast("b", ["c"], order=2, sequencer="s2")
-    assert_only(b.history(fifo_contiguous=True), set())
+    assert_only(b.history(contiguous_order=True), set())
 
 
 def test_contiguity_hole_only_when_required():
     b = base()
     b.bcast("a", ["b", "c", "d"], order=20)  # the numbers 9..19 were never given
     assert_only(b.history(), set())
-    res = assert_only(b.history(fifo_contiguous=True), {"total-order-sequencer"})
+    res = assert_only(b.history(contiguous_order=True), {"total-order-sequencer"})
     holes = res["total-order-sequencer"]["counterexamples"]["hole"]
     assert {h["node"] for h in holes} == {"b", "c", "d"}
     assert holes[0]["missing"][:3] == [9, 10, 11]
@@ -366,7 +367,7 @@ def test_contiguity_hole_names_the_missing_message():
     b = base()
     m = b.bcast("a", ["c", "d"], skip=["c"])  # number 9
     b.bcast("b", ["c", "d"])                    # number 10
-    res = results(b.history(fifo_contiguous=True))
+    res = results(b.history(contiguous_order=True))
     assert res["total-order-sequencer"]["verdict"] == "invalid"
     c = cex(res, "total-order-sequencer", "hole")[0]
     assert (c["node"], c["missing"], c["missing_msgs"]) == ("c", [9], {"9": m})
@@ -376,7 +377,7 @@ def test_contiguity_does_not_require_numbers_of_messages_a_node_is_not_in_e_for(
     b = base()
     b.bcast("a", ["d"])  # 9: c is not eligible
     b.bcast("b", ["c", "d"])
-    assert_only(b.history(fifo_contiguous=True), set())
+    assert_only(b.history(contiguous_order=True), set())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -488,9 +489,9 @@ def test_priority_respected_or_not_pending():
 # entirely by the sequential fallback: both must agree
 
 
-@pytest.fixture(params=[checkers.CLOSURE_PASSES, 0], ids=["passes", "sequential"], autouse=False)
+@pytest.fixture(params=[causal.CLOSURE_PASSES, 0], ids=["passes", "sequential"], autouse=False)
 def closure(request, monkeypatch):
-    monkeypatch.setattr(checkers, "CLOSURE_PASSES", request.param)
+    monkeypatch.setattr(causal, "CLOSURE_PASSES", request.param)
 
 
 def test_causal_rule_a_same_origin(closure):
@@ -625,7 +626,7 @@ def valid_histories(draw):
     if not delivered["n0"]:  # something for every check to judge: n0 is correct
         b.bcast("n0", ["n0"])
     down = {x: [(0, None)] if s == "dead" else [(100, 200)] for x, s in status.items() if s != "up"}
-    return b.history(down=down, end_ns=b.now + 1000, fifo_contiguous=True)
+    return b.history(down=down, end_ns=b.now + 1000, contiguous_order=True)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -663,13 +664,13 @@ def test_closure_passes_and_sequential_agree_on_shuffled_deliveries(h, rnd: rand
     times = list(h.deliveries["t"])
     rnd.shuffle(times)
     h.deliveries = h.deliveries.assign(t=times)
-    old = checkers.CLOSURE_PASSES
+    old = causal.CLOSURE_PASSES
     try:
         a = check_causal_order(h)
-        checkers.CLOSURE_PASSES = 0
+        causal.CLOSURE_PASSES = 0
         b = check_causal_order(h)
     finally:
-        checkers.CLOSURE_PASSES = old
+        causal.CLOSURE_PASSES = old
     assert a["anomalies"] == b["anomalies"]
     assert a["counterexamples"] == b["counterexamples"]
 
@@ -691,4 +692,63 @@ def test_order_by_orders_rows_as_lexsort_does(keys):
     """Combined keys, radix sorts of narrow keys and stable passes over wide ones: the same
     permutation as lexsort (ties in row order), even for keys spanning the whole int64 range."""
     want = np.lexsort(keys[::-1]) if len(keys[0]) else np.zeros(0, np.int64)
-    assert checkers._order_by(*keys).tolist() == want.tolist()
+    assert order_by(*keys).tolist() == want.tolist()
+
+
+# ---------------------------------------------------------------------------------------------
+# real runs: the manifest's promises say whether sequencer numbers must be contiguous
+
+
+def _run_data(manifest: dict, orders: Sequence[int]):
+    """A run's codes (metrics.RunData) as the analysis collects them: n1 sends one ABC_DATA per
+    number in `orders` to n2 and n3, which deliver each."""
+    import pyarrow as pa
+
+    from spark_analysis.inputs import RunInfo
+    from spark_analysis.metrics import RunData
+
+    k = len(orders)
+    sends = pa.table({"run": ["r"] * k, "origin": ["n1"] * k, "seq": list(range(1, k + 1)),
+                      "type": ["ABC_DATA"] * k, "t": [1000 * (i + 1) for i in range(k)],
+                      "intended": [["n2", "n3"]] * k, "order": list(orders), "sequencer": [None] * k},
+                     schema=pa.schema([("run", pa.string()), ("origin", pa.string()), ("seq", pa.int64()),
+                                       ("type", pa.string()), ("t", pa.int64()),
+                                       ("intended", pa.list_(pa.string())), ("order", pa.int64()),
+                                       ("sequencer", pa.string())]))
+    rows = [(node, i) for i in range(k) for node in ("n2", "n3")]
+    deliveries = pa.table({"run": ["r"] * len(rows), "node": [n for n, _ in rows], "origin": ["n1"] * len(rows),
+                           "seq": [i + 1 for _, i in rows], "type": ["ABC_DATA"] * len(rows),
+                           "t": [1000 * (i + 1) + 500 for _, i in rows], "produced_ns": pa.nulls(len(rows), pa.int64()),
+                           "hops": pa.nulls(len(rows), pa.int64()), "accepted": pa.nulls(len(rows), pa.bool_())})
+    wire = pa.table({"run": pa.array([], pa.string()), "origin": pa.array([], pa.int32()),
+                     "seq": pa.array([], pa.int64()), "type": pa.array([], pa.int16()),
+                     "t": pa.array([], pa.int64()), "tx": pa.array([], pa.int64())})
+    return RunData(RunInfo("r", "/nowhere", manifest), sends, deliveries, wire, pd.DataFrame(), 0)
+
+
+@pytest.mark.parametrize("promises, holes", [(None, None), ([], None), (["fifo"], None),
+                                             (["contiguous-order"], 2), (["fifo", "contiguous-order"], 2)])
+def test_a_real_run_requires_contiguous_numbers_only_when_its_manifest_promises_them(promises, holes):
+    from spark_analysis.history import prepared_history
+
+    manifest = {"run_id": "r", "node_ids": {"n1": 1, "n2": 2, "n3": 3}}
+    if promises is not None:
+        manifest["promises"] = promises
+    res = {r["check"]: r for r in check_all(prepared_history(_run_data(manifest, [0, 1, 3]), manifest))}
+    seq = res["total-order-sequencer"]
+    assert seq["stats"]["contiguity_required"] is (holes is not None)
+    if holes is None:
+        assert seq["verdict"] == "valid"
+    else:  # number 2 was given to no message: a hole at both receivers
+        assert (seq["verdict"], seq["anomalies"]["hole"]) == ("invalid", holes)
+        assert {(c["node"], tuple(c["missing"])) for c in seq["counterexamples"]["hole"]} == {("n2", (2,)),
+                                                                                           ("n3", (2,))}
+    assert {n for n, r in res.items() if r["verdict"] == "invalid"} == ({"total-order-sequencer"} if holes else set())
+
+
+@pytest.mark.parametrize("promises", ["contiguous-order", {"contiguous-order": True}, ["contiguous-order", 1]])
+def test_promises_that_are_not_a_list_of_strings_are_refused(promises):
+    from spark_analysis.history import promises_contiguous_order
+
+    with pytest.raises(ValueError, match="promises"):
+        promises_contiguous_order({"promises": promises})
