@@ -155,6 +155,33 @@ def ensure_static_probe(docker_client, say: Say) -> str:
     return docker_client.images.get(STATIC_PROBE_IMAGE).id
 
 
+def build_directory(directory: str, tag: str, say: Say, force: bool = False) -> Tuple[str, bool]:
+    """Build an image from a directory holding a Dockerfile (the legacy builder, which works where
+    BuildKit is missing), FROM the testbed's base when the Dockerfile takes a BASE argument;
+    skipped when neither the directory nor the base changed. (image id, built now?)"""
+    if not os.path.isfile(os.path.join(directory, "Dockerfile")):
+        raise TestbedError(f"{directory}: no Dockerfile there")
+    docker_client = _client()
+    ensure_base(docker_client, say)
+    files = {}
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", ".git"))
+        for filename in sorted(filenames):
+            path = os.path.join(dirpath, filename)
+            with open(path, "rb") as handle:
+                files[os.path.relpath(path, directory)] = handle.read()
+    digest = hashlib.sha256(docker_client.images.get(BASE_IMAGE).id.encode())
+    for name, data in sorted(files.items()):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    context = digest.hexdigest()[:32]
+    image = dockerd.image(docker_client, tag)
+    if not force and image is not None and (image.labels or {}).get(LABEL_CONTEXT) == context:
+        return image.id, False
+    say(f"building {tag} from {directory}")
+    _build_from_files(docker_client, files, tag, {LABEL_CONTEXT: context}, {"BASE": BASE_IMAGE})
+    return docker_client.images.get(tag).id, True
+
+
 def build_all(say: Say, force: bool = False) -> dict:
     docker_client = _client()
     source = ensure_base(docker_client, say)

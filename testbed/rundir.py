@@ -241,3 +241,76 @@ def last_event_ns(logs_dir: str) -> Optional[int]:
                     continue
                 last = t if last is None or t > last else last
     return last
+
+
+# -- the manifest's JSON Schema --------------------------------------------------------------------
+
+STATUSES = ("running", "completed", "failed", "interrupted", "aborted")
+
+
+def manifest_schema() -> Dict[str, Any]:
+    """The JSON Schema of manifest.json (`testbed schema manifest`; docs/RUNDIR.md explains it)."""
+    ns = {"type": "integer", "minimum": 0}
+    seconds = {"type": "number", "minimum": 0}
+    obj = {"type": "object"}
+    executed = {
+        "type": "object", "required": ["action", "t_ns", "ok", "from"],
+        "properties": {
+            "action": {"type": "string", "description": "a timeline action (testbed/actions), or heal_all at the "
+                                                        "end of the scenario"},
+            "planned_s": {"type": "number", "description": "when the schedule wanted it, s after t0"},
+            "t_s": {"type": "number", "description": "when it began, s after t0"},
+            "t_ns": {**ns, "description": "when it began (CLOCK_REALTIME ns)"},
+            "done_ns": {**ns, "description": "when it was done"},
+            "ok": {"type": "boolean", "description": "false when it failed; the run went on"},
+            "error": {"type": "string", "description": "why it failed"},
+            "details": {"description": "what it reported (an exec's exit code and output, a partition's groups)"},
+            "from": {"type": "string", "description": "the timeline entry it came from, e.g. timeline[2] or "
+                                                      "timeline[2] for 4s (an undo)"},
+            "node": {"type": "string"}, "link": {"type": "array", "items": {"type": "string"}},
+            "direction": {"enum": ["a_to_b", "b_to_a"]},
+        },
+    }
+    capture = {"type": "object", "additionalProperties": {
+        "type": "object", "required": ["captured", "kernel_drops", "interfaces"],
+        "properties": {"captured": ns, "kernel_drops": ns, "interfaces": {"type": "array", "items": {"type": "string"}},
+                       "incomplete_statistics": {"type": "boolean"}}}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"testbed run manifest (format {MANIFEST_VERSION})",
+        "description": "runs/<run-id>/manifest.json; see docs/RUNDIR.md. Readers refuse a manifest_version above "
+                       "the one they know and ignore fields they do not know.",
+        "type": "object",
+        "required": ["manifest_version", "run_id", "status", "started_ns", "seed", "node_ids", "addresses"],
+        "properties": {
+            "manifest_version": {"type": "integer", "minimum": 1, "maximum": MANIFEST_VERSION},
+            "run_id": {"type": "string", "description": "<date>-<time>-<scenario>-s<seed>"},
+            "status": {"enum": list(STATUSES), "description": "running (or a killed run not yet finished by "
+                                                               "testbed clean), completed, failed, interrupted "
+                                                               "(Ctrl-C, SIGTERM), aborted (killed; finished by "
+                                                               "testbed clean)"},
+            "error": {"type": "string"}, "problems": {"type": "array", "items": {"type": "string"}},
+            "started_at": {"type": "string", "format": "date-time"}, "started_ns": ns,
+            "t0_ns": {**ns, "description": "the scenario clock's zero: the workload started at every agent"},
+            "workload_end_ns": ns,
+            "ended_at": {"type": "string", "format": "date-time"},
+            "ended_ns": {**ns, "description": "an aborted run's last packet (or last event)"},
+            "ended_by": {"enum": ["last packet", "last event"]},
+            "finished_at": {"type": "string", "format": "date-time"},
+            "clock": {"type": "string"}, "seed": {"type": "integer", "minimum": 0},
+            "scenario": {**obj, "description": "the scenario as resolved, with its schedule"},
+            "topology": {**obj, "description": "the topology as resolved (testbed topo show)"},
+            "node_ids": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 1},
+                         "description": "node -> its id in the wire header"},
+            "addresses": {"type": "object", "additionalProperties": {
+                "type": "object", "additionalProperties": {"type": "string"}},
+                "description": "node -> interface -> address/prefix"},
+            "command": {"type": "array", "items": {"type": "string"}},
+            "promises": {"type": "array", "items": {"type": "string"},
+                         "description": "what the roles' protocols promise the checks (contiguous-order)"},
+            "versions": obj, "capabilities": obj, "build_seconds": obj, "teardown_seconds": seconds,
+            "capture": capture,
+            "log_events": {"type": "object", "additionalProperties": ns},
+            "timeline": {"type": "array", "items": executed},
+        },
+    }
