@@ -13,6 +13,10 @@ agents at the same moment after the warm-up. SIGUSR1 ends the workload: the role
 receiving, acknowledging and retransmitting, so that the quiet period at the end of a run can
 tell lost messages from late ones. SIGTERM stops the role and the agent within two seconds,
 with the log flushed.
+
+An exception a role raises (in its `run`, its message handler, its `stop` or a task it started)
+is logged as an `error` event with its traceback, and the agent goes on: the analysis counts
+errors and shows them in the report, instead of a role failing silently.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import random
 import signal
 import socket
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -242,7 +247,16 @@ class Agent:
                        seq=header.sequence, sender=sender, hops=header.hops, bytes=len(body),
                        message_id=header.message_id, retransmission=bool(header.flags & Flags.RETRANSMISSION))
         if self.role is not None:
-            self.role.on_message(header, body, sender)
+            try:
+                self.role.on_message(header, body, sender)
+            except Exception as exc:
+                self.log_error("on_message", exc, type=_type_name(header.type),
+                               origin=self.by_id.get(header.origin, header.origin), seq=header.sequence)
+
+    def log_error(self, where: str, exc: BaseException, **fields: Any) -> None:
+        """An exception of the role, as an `error` event with its traceback (the agent goes on)."""
+        self.log.write("error", where=where, error=f"{type(exc).__name__}: {exc}",
+                       traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)), **fields)
 
     def deliver(self, header: Header, **fields: Any) -> None:
         """Record that the role delivered a message to the application."""
@@ -265,6 +279,7 @@ class Agent:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
+        loop.set_exception_handler(self._task_failed)
         stop = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
@@ -285,7 +300,12 @@ class Agent:
             await go.wait()
             if self.config.wait_for_start:
                 self.log.write("state", state="workload started")
-            await self.role.run()
+            try:
+                await self.role.run()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the role's loop ends; the agent keeps receiving
+                self.log_error("run", exc)
 
         workload = asyncio.ensure_future(workload_when_told())
 
@@ -299,13 +319,25 @@ class Agent:
         self.log.flush()  # the runner waits for this line before it starts the workload
         tasks = [workload, asyncio.ensure_future(self._retransmit_loop()), asyncio.ensure_future(self._housekeeping())]
         await stop.wait()
-        self.role.stop()
+        try:
+            self.role.stop()
+        except Exception as exc:
+            self.log_error("stop", exc)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.log.write("state", state="stopped", **self.counters, pending_reliable=len(self._pending))
         self._transport.close()
         self.log.close()
+
+
+    def _task_failed(self, loop, context: Dict[str, Any]) -> None:
+        """asyncio's handler for an exception nobody awaited (a task or callback a role started)."""
+        exc = context.get("exception")
+        if exc is None:
+            self.log.write("error", where="task", error=str(context.get("message")), traceback="")
+        else:
+            self.log_error("task", exc)
 
 
 def _type_name(mtype: int) -> str:
@@ -335,6 +367,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         agent.log.write("state", state="stopped", during="start-up")
         agent.log.close()
     except Exception as exc:
+        agent.log_error("start", exc)
         agent.log.write("state", state="failed", error=f"{type(exc).__name__}: {exc}")
         agent.log.close()
         raise

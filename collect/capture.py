@@ -100,31 +100,67 @@ class Captures:
 
     def merge(self) -> None:
         """One <node>.pcap per node: per-interface files merged in time order (mergecap)."""
-        by_node: Dict[str, List[InterfaceCapture]] = {}
-        for cap in self.captures:
-            by_node.setdefault(cap.node, []).append(cap)
-        for node, caps in by_node.items():
-            if len(caps) == 1:
-                continue
-            target = os.path.join(self.pcap_dir, f"{node}.pcap")
-            files = [c.pcap for c in caps if os.path.exists(c.pcap)]
-            res = subprocess.run(["mergecap", "-F", "pcap", "-w", target] + files, capture_output=True, text=True)
-            if res.returncode != 0:
-                raise RuntimeError(f"merging the captures of {node} failed: {res.stderr.strip()}")
-            for path in files:
-                os.remove(path)
+        merge_interfaces(self.pcap_dir)
 
     def statistics(self) -> Dict[str, Dict[str, object]]:
         """Per node: packets captured and dropped by the kernel, summed over its interfaces."""
-        out: Dict[str, Dict[str, object]] = {}
-        for cap in self.captures:
-            entry = out.setdefault(cap.node, {"captured": 0, "kernel_drops": 0, "interfaces": []})
-            entry["captured"] += cap.stats.get("captured", 0)
-            entry["kernel_drops"] += cap.stats.get("kernel_drops", 0)
-            entry["interfaces"].append(cap.interface)
-            if "captured" not in cap.stats:
-                entry["incomplete_statistics"] = True
-        return out
+        return summarise([(cap.node, cap.interface, cap.stats) for cap in self.captures])
+
+
+def node_of_file(name: str) -> str:
+    """The node of a capture file name: <node>.pcap, or <node>.<interface>.pcap while a node with
+    several interfaces is captured (node names have no dot)."""
+    return name.split(".", 1)[0]
+
+
+def merge_interfaces(pcap_dir: str) -> List[str]:
+    """Merge every node's per-interface captures (<node>.<interface>.pcap) into <node>.pcap, in
+    time order, and remove them; the nodes merged. A run does this when it ends; `testbed clean`
+    does it for a run whose process was killed."""
+    by_node: Dict[str, List[str]] = {}
+    for name in sorted(os.listdir(pcap_dir)) if os.path.isdir(pcap_dir) else []:
+        if name.endswith(".pcap") and name.count(".") >= 2:
+            by_node.setdefault(node_of_file(name), []).append(os.path.join(pcap_dir, name))
+    for node, files in by_node.items():
+        target = os.path.join(pcap_dir, f"{node}.pcap")
+        if os.path.exists(target):  # a merge that was cut short: keep what it wrote as one more input
+            os.replace(target, target + ".part")
+            files = files + [target + ".part"]
+        res = subprocess.run(["mergecap", "-F", "pcap", "-w", target] + files, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError(f"merging the captures of {node} failed: {res.stderr.strip()}")
+        for path in files:
+            os.remove(path)
+    return sorted(by_node)
+
+
+def statistics_of(pcap_dir: str, interfaces: Dict[str, List[str]]) -> Dict[str, Dict[str, object]]:
+    """The capture statistics of a run's pcap directory, from the tcpdump reports beside the
+    captures (<node>[.<interface>].capture.log), for a run whose process was killed; `interfaces`
+    names each node's interfaces (a node with one is captured into <node>.pcap)."""
+    found = []
+    for name in sorted(os.listdir(pcap_dir)) if os.path.isdir(pcap_dir) else []:
+        if name.endswith(".capture.log"):
+            node, _, interface = name[:-len(".capture.log")].partition(".")
+            if not interface:
+                interface = (interfaces.get(node) or [None])[0]
+            found.append((node, interface, parse_stats(_read(os.path.join(pcap_dir, name)))))
+    return summarise(found)
+
+
+def summarise(captures) -> Dict[str, Dict[str, object]]:
+    """(node, interface, tcpdump statistics) per capture → per node: packets captured and dropped
+    by the kernel, summed over its interfaces."""
+    out: Dict[str, Dict[str, object]] = {}
+    for node, interface, stats in captures:
+        entry = out.setdefault(node, {"captured": 0, "kernel_drops": 0, "interfaces": []})
+        entry["captured"] += stats.get("captured", 0)
+        entry["kernel_drops"] += stats.get("kernel_drops", 0)
+        if interface is not None:
+            entry["interfaces"].append(interface)
+        if "captured" not in stats:
+            entry["incomplete_statistics"] = True
+    return out
 
 
 def parse_stats(text: str) -> Dict[str, int]:

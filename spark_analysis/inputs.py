@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from testbed.errors import UsageError
+from testbed.rundir import MANIFEST_VERSION
 
 from .pcapreader import COLUMNS, local_addresses, node_of, read_bytes, read_file
 
@@ -96,6 +97,14 @@ def _manifest(path: str, text: str, uri: str) -> RunInfo:
         manifest = json.loads(text)
     except json.JSONDecodeError as exc:
         raise AnalysisError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise AnalysisError(f"{path}: not a run manifest (a JSON object; see docs/RUNDIR.md)")
+    version = manifest.get("manifest_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise AnalysisError(f"{path}: manifest_version {version!r} is not a format version (a whole number from 1)")
+    if version > MANIFEST_VERSION:
+        raise AnalysisError(f"{path}: manifest_version {version}: written by a newer testbed; this analysis reads "
+                            f"formats up to {MANIFEST_VERSION} (docs/RUNDIR.md)")
     for key in ("run_id", "node_ids"):
         if key not in manifest:
             raise AnalysisError(f"{path}: field {key!r} is missing (a run manifest has run_id and node_ids)")

@@ -22,7 +22,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
-from agents.wire import MessageType
 
 from .heap import large_array_heap
 from .inputs import (KIND_FILE, AnalysisError, RunInfo, local_path, normalise, read_events, read_manifest, read_packets,
@@ -121,7 +120,7 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
     if use_local:  # the tasks decode, reduce and write the tables themselves and hand over Arrow files
         prog.stage("reading pcaps and logs")
         inputs = local.read_inputs(spark, runs, partial)
-        files, corrupt, coloured = inputs.files, inputs.unreadable, inputs.coloured
+        files, corrupt, notable, undeclared = inputs.files, inputs.unreadable, inputs.notable, inputs.undeclared
         prog.stage("metrics")
         c = Collected(runs, inputs.sends, inputs.deliveries, inputs.receptions, inputs.wire, inputs.packets,
                       {r.run_id: r.t0 for r in runs})
@@ -144,11 +143,12 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
             events = df if events is None else events.unionByName(df)
         corrupt = {r["run"]: int(r["n"]) for r in events.filter(F.col("_corrupt_record").isNotNull())
                    .groupBy("run").agg(F.count(F.lit(1)).alias("n")).collect()}
+        undeclared = {r.run_id: undeclared_fields(spark, r) for r in runs}
 
         prog.stage("metrics")
         c = RunMetrics(spark, raw, events, runs).collect()
-        coloured = (events.filter(F.col("state") == "coloured").select("run", "node", "colour", "round", "t")
-                    .toPandas())  # the AbC graph-colouring example's outcome (few rows)
+        # errors and the state events the protocol analyses read (few rows)
+        notable = events.filter(notable_events_filter(F)).drop("_corrupt_record").toPandas()
 
     files.sort(key=lambda f: (f["run"], f["file"]))  # the report lists them in one order, whatever the engine
     # the property checks run in a thread beside the receptions join, the measures and the plots,
@@ -161,7 +161,7 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
         pending = {r.run_id: pool.submit(_check_run, c, r, causal) for r in runs}
         c.join_receptions()
         receptions = pool.submit(_write_receptions, spark, c, runs, partial)
-        results = _measures(runs, c, files, corrupt, coloured)
+        results = _measures(runs, c, files, corrupt, notable, undeclared)
         from .report import write_plots
         for rid, draft in drafts.items():  # the plots need the measures only: drawn while the checks finish
             write_plots(draft, results[rid], c.latency_samples(rid), c.heatmap(rid))
@@ -200,8 +200,40 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
 
 
 def _write_receptions(spark, c, runs: List[RunInfo], partial: Dict[str, str]) -> None:
+    """The receptions (message, intended receiver) and messages tables of every run."""
     for r in runs:
-        _write_table(spark, c.data[r.run_id].pairs_table(), f"{partial[r.run_id]}/receptions.parquet")
+        d = c.data[r.run_id]
+        _write_table(spark, d.pairs_table(), f"{partial[r.run_id]}/receptions.parquet",
+                     ["run", "origin", "seq", "receiver", "send_t"])
+        _write_table(spark, d.messages_table(), f"{partial[r.run_id]}/messages.parquet",
+                     ["run", "origin", "seq", "send_t"])
+
+
+def notable_events_filter(F):
+    """The events every run's results need in full, few as they are: the roles' errors, and the
+    state events the protocol analyses read (spark_analysis.protocols)."""
+    from .protocols import states
+
+    return (F.col("event") == "error") | ((F.col("event") == "state") & F.col("state").isin(list(states())))
+
+
+def undeclared_fields(spark, r: RunInfo) -> List[str]:
+    """The fields of a run's logs that no event-log declaration names (agents/events.py): not read,
+    and so reported. The general path's one pass over the logs as text (the local engine's tasks
+    see them as they parse)."""
+    import posixpath
+
+    from pyspark.sql import functions as F
+
+    from .inputs import _may_exist
+    from .logreader import DECLARED
+
+    logs = posixpath.join(r.uri, "logs")
+    if not _may_exist(logs, ".jsonl"):
+        return []
+    keys = (spark.read.text(posixpath.join(logs, "*.jsonl"))
+            .select(F.explode(F.json_object_keys("value")).alias("k")).distinct().collect())
+    return sorted({row.k for row in keys if row.k is not None} - DECLARED)
 
 
 def _check_run(c, r: RunInfo, causal: str):
@@ -215,9 +247,11 @@ def _check_run(c, r: RunInfo, causal: str):
     return check_all(prepared, causal=derive), gossip_measures(prepared, r.manifest, c.gossip_wire(r.run_id))
 
 
-def _measures(runs: List[RunInfo], c, files: List[dict], corrupt: Dict[str, int], coloured) -> Dict[str, dict]:
+def _measures(runs: List[RunInfo], c, files: List[dict], corrupt: Dict[str, int], notable,
+              undeclared: Dict[str, List[str]]) -> Dict[str, dict]:
     """results.json of every run but its checks and gossip measures."""
-    from .abc import abc_measures
+    from .errors import error_summary
+    from .protocols import plugins
 
     results: Dict[str, dict] = {}
     for r in runs:
@@ -237,13 +271,15 @@ def _measures(runs: List[RunInfo], c, files: List[dict], corrupt: Dict[str, int]
                 "other_packets": sum(int(f["file_other"] or 0) for f in mine),
                 "damage": damage,
                 "unreadable_log_lines": corrupt.get(rid, 0),
+                "undeclared_log_fields": undeclared.get(rid, []),
             },
             "messages": c.message_level(rid),
             "overhead": c.overhead(rid),
             "application": c.application_level(rid),
             "gossip": None,  # filled in by the checks' thread
-            "abc": abc_measures(*c.data[rid].frames({int(MessageType.ABC_DATA)}), r.manifest,
-                                coloured[coloured["run"] == rid]),
+            **{p.NAME: p.measures(*c.data[rid].frames(set(p.TYPES)), r.manifest, mine[mine["state"].isin(p.STATES)])
+               for p in plugins() for mine in [notable[(notable["run"] == rid) & (notable["event"] == "state")]]},
+            "errors": error_summary(notable[(notable["run"] == rid) & (notable["event"] == "error")], r.t0),
             "checks": None,
             "per_node": c.per_node(rid),
             "series": c.series(rid),
@@ -272,11 +308,17 @@ COMPARED = [
     ("retransmissions", ("overhead", "total", "retransmissions")),
     ("delivered (application)", ("application", "all", "delivered")),
     ("delivery latency median (ms)", ("application", "all", "delivery_latency", "median_ms")),
-    ("AbC delivery time to all, mean (ms)", ("abc", "delivery_time_to_all", "mean_ms")),
-    ("AbC message time gap, mean (ms)", ("abc", "message_time_gap", "mean_ms")),
     ("reliability", ("gossip", "reliability_mean")),
     ("atomicity", ("gossip", "atomicity")),
+    ("errors in roles", ("errors", "count")),
 ]
+
+
+def compared() -> list:
+    """The measures compared across runs: the generic ones, then each protocol analysis's."""
+    from .protocols import plugins
+
+    return COMPARED[:-1] + [entry for p in plugins() for entry in p.COMPARED] + COMPARED[-1:]
 
 
 def lookup(res: dict, path) -> object:
@@ -292,7 +334,7 @@ def compare(results: Dict[str, dict]) -> dict:
     """Several runs side by side: {"runs": [ids], "metrics": {label: [value per run]}}"""
     ids = list(results)
     return {"runs": ids, "seeds": [results[i]["run"].get("seed") for i in ids],
-            "metrics": {label: [lookup(results[i], path) for i in ids] for label, path in COMPARED}}
+            "metrics": {label: [lookup(results[i], path) for i in ids] for label, path in compared()}}
 
 
 # -- where the report goes (any file system Spark reaches) -----------------------------------------
@@ -320,14 +362,15 @@ def _remove(spark, uri: str) -> None:
     fs.delete(path, True)
 
 
-def _write_table(spark, table, uri: str) -> None:
-    """An Arrow table computed in the driver as a Parquet table (a directory, as Spark writes)."""
+def _write_table(spark, table, uri: str, statistics: List[str]) -> None:
+    """An Arrow table computed in the driver as a Parquet table (a directory, as Spark writes);
+    `statistics`: the columns a reader filters on."""
     local = local_path(uri)
     if local is not None:
         from .local import write_parquet
         shutil.rmtree(local, ignore_errors=True)
         os.makedirs(local)
-        write_parquet(table, os.path.join(local, "part-00000.parquet"), ["run", "origin", "seq", "receiver", "send_t"])
+        write_parquet(table, os.path.join(local, "part-00000.parquet"), statistics)
         return
     spark.createDataFrame(table.to_pandas()).write.mode("overwrite").parquet(uri)
 

@@ -6,7 +6,13 @@ first, dealt out over the cores. Each task:
 - for a pcap: decodes it (spark_analysis.pcapreader), writes its rows of packets.parquet itself
   (pyarrow) and reduces it (spark_analysis.reduce) to its receptions, wire sends and packet counts;
 - for a log: reads it (spark_analysis.logreader), writes its rows of events.parquet and keeps its
-  application sends (with their intended receivers), deliveries and graph-colouring outcomes.
+  application sends (with their intended receivers), deliveries, and the few events the results
+  need in full (the roles' errors, the state events protocol analyses read).
+
+A run whose process was killed and that `testbed clean` has not finished yet is read as it was
+left (testbed/rundir.py): a node's per-interface captures (<node>.<interface>.pcap) are decoded
+together as the node's one capture, and a node's log is read from nodes/<node>/events.jsonl when
+logs/ does not have it.
 The reduced rows are handed over as Arrow IPC files in a scratch directory; only a summary per file
 (records, other traffic, damage, unreadable lines) goes back through Spark. The driver
 memory-maps the hand-over files and gets the very tables the general path's Spark actions return
@@ -32,7 +38,6 @@ from .pcapreader import COLUMNS, node_of, read_file
 SEND_COLUMNS = ["run", "origin", "seq", "type", "t", "intended", "message_id", "order", "sequencer", "priority",
                 "vc", "deps", "receivers", "wanted_ns"]
 DELIVERY_COLUMNS = ["run", "node", "origin", "seq", "type", "t", "produced_ns", "hops", "accepted"]
-COLOURED_COLUMNS = ["run", "node", "colour", "round", "t"]
 ENCODED = ("node", "origin", "type")  # names the driver codes (a dictionary per file)
 COUNT_COLUMNS = ["packets", "bytes", "header_bytes", "retransmissions", "relayed"]
 
@@ -53,7 +58,8 @@ class Inputs:
     receptions: object
     wire: object
     packets: object             # pandas: packet counts per (run, node, type, direction, second)
-    coloured: object            # pandas: the graph-colouring outcomes
+    notable: object             # pandas: the errors and the protocol analyses' state events, every column
+    undeclared: Dict[str, List[str]]  # run id -> log fields no declaration names
 
 
 def read_inputs(spark, runs: List[RunInfo], partial: Dict[str, str]) -> Inputs:
@@ -70,15 +76,35 @@ def read_inputs(spark, runs: List[RunInfo], partial: Dict[str, str]) -> Inputs:
                 os.makedirs(d, exist_ok=True)
             plan[r.uri] = {**r.capture_info(), "out": out, "hand": hand,
                            "peers": {n: p for n, p in r.segment_peers().items() if n in r.node_ids}}
-            for kind, sub, suffix in (("pcap", "pcap", ".pcap"), ("log", "logs", ".jsonl")):
-                folder = os.path.join(root, sub)
-                if os.path.isdir(folder):
-                    items += [(r.uri, kind, os.path.join(folder, f), os.path.getsize(os.path.join(folder, f)))
-                              for f in sorted(os.listdir(folder)) if f.endswith(suffix)]
+            items += run_files(r.uri, root)
         summaries = _run_tasks(spark, plan, items)
         return _gather(runs, plan, summaries)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_files(uri: str, root: str) -> List[tuple]:
+    """(run, kind, paths, bytes) of every capture and log of a run directory: one item per node's
+    capture (all its files: one, or one per interface while unmerged) and one per log."""
+    items = []
+    pcap_dir = os.path.join(root, "pcap")
+    by_node: Dict[str, List[str]] = {}
+    for name in sorted(os.listdir(pcap_dir)) if os.path.isdir(pcap_dir) else []:
+        if name.endswith(".pcap"):
+            by_node.setdefault(node_of(name), []).append(os.path.join(pcap_dir, name))
+    items += [(uri, "pcap", tuple(paths), sum(os.path.getsize(p) for p in paths)) for paths in by_node.values()]
+    logs = {}
+    logs_dir = os.path.join(root, "logs")
+    for name in sorted(os.listdir(logs_dir)) if os.path.isdir(logs_dir) else []:
+        if name.endswith(".jsonl"):
+            logs[name[:-len(".jsonl")]] = os.path.join(logs_dir, name)
+    nodes_dir = os.path.join(root, "nodes")
+    for node in sorted(os.listdir(nodes_dir)) if os.path.isdir(nodes_dir) else []:
+        left = os.path.join(nodes_dir, node, "events.jsonl")  # a killed run's, not moved to logs/
+        if node not in logs and os.path.isfile(left):
+            logs[node] = left
+    items += [(uri, "log", (path,), os.path.getsize(path)) for path in logs.values()]
+    return items
 
 
 def _run_tasks(spark, plan, items) -> List[dict]:
@@ -95,13 +121,13 @@ def _run_tasks(spark, plan, items) -> List[dict]:
 
 
 def _tasks(plan):
-    """The task function: (run, kind, path) items -> one summary dict per file."""
+    """The task function: (run, kind, paths) items -> one summary dict per capture or log."""
 
     def run(items):
-        for uri, kind, path in items:
+        for uri, kind, paths in items:
             info = plan[uri]
-            summary = pcap_task(info, path) if kind == "pcap" else log_task(info, path)
-            summary.update(run=info["run_id"], kind=kind, file=path)
+            summary = pcap_task(info, list(paths)) if kind == "pcap" else log_task(info, paths[0])
+            summary.update(run=info["run_id"], kind=kind, file=", ".join(paths))
             yield summary
 
     return run
@@ -128,15 +154,16 @@ def _write_ipc(table, path: str) -> None:
         writer.write_table(table)
 
 
-def pcap_task(info: dict, path: str) -> dict:
-    """Decode one capture; write its packets and hand over its reduced rows."""
+def pcap_task(info: dict, paths: List[str]) -> dict:
+    """Decode one node's capture (its file, or its per-interface files together); write its
+    packets and hand over its reduced rows."""
     import numpy as np
     import pyarrow as pa
 
     from . import reduce as rd
 
-    node = stem = node_of(path)
-    parsed = read_file(path, info["node_ids"].get(node, 0), info["local"].get(node))
+    node = stem = node_of(paths[0])
+    parsed = read_captures(paths, info["node_ids"].get(node, 0), info["local"].get(node))
     c, n = parsed.columns, parsed.packets
 
     def named(cols: Dict[str, object], rows: int, with_node: bool = True, encoded: bool = False):
@@ -165,19 +192,42 @@ def pcap_task(info: dict, path: str) -> dict:
             "unreadable": 0}
 
 
+def read_captures(paths: List[str], node_id: int, local):
+    """One node's capture from its files, as one PcapData in time order (a node with several
+    interfaces whose files were not merged: a killed run)."""
+    import numpy as np
+
+    from .pcapreader import PcapData
+
+    if len(paths) == 1:
+        return read_file(paths[0], node_id, local)
+    parts = [read_file(path, node_id, local) for path in paths]
+    for path, part in zip(paths, parts):
+        for damage in part.damage:
+            damage["file"] = path
+    order = np.argsort(np.concatenate([p.columns["ts_ns"] for p in parts]), kind="stable")
+    columns = {name: np.concatenate([p.columns[name] for p in parts])[order] for name in parts[0].columns}
+    return PcapData(columns, sum(p.records for p in parts), sum(p.other for p in parts), parts[0].link_type,
+                    [d for p in parts for d in p.damage], sum(p.bytes_read for p in parts))
+
+
 def log_task(info: dict, path: str) -> dict:
-    """Read one log; write its events and hand over its sends, deliveries and colourings."""
+    """Read one log; write its events and hand over its sends, deliveries and notable events."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from .logreader import read_log
+    from .protocols import states
 
-    stem = _stem(path)
+    # logs/<node>.jsonl, or nodes/<node>/events.jsonl as a killed run left it
+    stem = _stem(path) if os.path.basename(os.path.dirname(path)) == "logs" else \
+        os.path.basename(os.path.dirname(path))
     with open(path, "rb") as fh:
-        table, unreadable = read_log(fh.read())
+        table, unreadable, undeclared = read_log(fh.read())
     n = table.num_rows
     if not n:
-        return {"node": stem, "records": 0, "other": 0, "damage": "[]", "unreadable": unreadable}
+        return {"node": stem, "records": 0, "other": 0, "damage": "[]", "unreadable": unreadable,
+                "undeclared": undeclared}
     table = table.append_column("run", pa.repeat(pa.scalar(info["run_id"]), n))
     write_parquet(table, os.path.join(info["out"], "events.parquet", f"part-{stem}.parquet"),
                   ["run", "node", "event", "t", "type", "origin", "seq"])
@@ -193,10 +243,12 @@ def log_task(info: dict, path: str) -> dict:
     if deliveries.num_rows:
         _write_ipc(_names_encoded(deliveries.select(DELIVERY_COLUMNS)),
                    os.path.join(info["hand"], f"deliveries-{stem}.arrow"))
-    coloured = table.filter(pc.equal(table.column("state"), "coloured"))
-    if coloured.num_rows:
-        _write_ipc(coloured.select(COLOURED_COLUMNS), os.path.join(info["hand"], f"coloured-{stem}.arrow"))
-    return {"node": stem, "records": n, "other": 0, "damage": "[]", "unreadable": unreadable}
+    notable = table.filter(pc.or_(pc.equal(event, "error"), pc.and_(
+        pc.equal(event, "state"), pc.is_in(table.column("state"), value_set=pa.array(list(states()), pa.string())))))
+    if notable.num_rows:
+        _write_ipc(notable.drop_columns(["_corrupt_record"]), os.path.join(info["hand"], f"notable-{stem}.arrow"))
+    return {"node": stem, "records": n, "other": 0, "damage": "[]", "unreadable": unreadable,
+            "undeclared": undeclared}
 
 
 def _names_encoded(table):
@@ -286,16 +338,20 @@ def _gather(runs: List[RunInfo], plan, summaries: List[dict]) -> Inputs:
     counts = load("counts", _reduced_schema(pa, ["run", "node", "type", "direction", "second"] + COUNT_COLUMNS)
                   ).to_pandas()
     packets = counts.groupby(["run", "node", "type", "direction", "second"], as_index=False)[COUNT_COLUMNS].sum()
-    coloured = load("coloured", _event_subschema(pa, COLOURED_COLUMNS)).to_pandas()
+    notable = load("notable", arrow_schema().remove(arrow_schema().get_field_index("_corrupt_record"))
+                   .append(pa.field("run", pa.string()))).to_pandas()
 
     files, unreadable = [], {r.run_id: 0 for r in runs}
+    undeclared: Dict[str, set] = {r.run_id: set() for r in runs}
     for s in summaries:
         if s["kind"] == "pcap":
             files.append({"run": s["run"], "node": s["node"], "file": s["file"], "file_records": s["records"],
                           "file_other": s["other"], "file_damage": s["damage"]})
         else:
             unreadable[s["run"]] += int(s["unreadable"] or 0)
-    return Inputs(files, unreadable, sends, deliveries, receptions, wire, pd.DataFrame(packets), coloured)
+            undeclared[s["run"]].update(s.get("undeclared") or [])
+    return Inputs(files, unreadable, sends, deliveries, receptions, wire, pd.DataFrame(packets), notable,
+                  {rid: sorted(fields) for rid, fields in undeclared.items()})
 
 
 def _reduced_schema(pa, columns: List[str]):

@@ -1,9 +1,10 @@
 """The agents' JSON-lines logs as an Arrow table, read in the task that owns the file.
 
 One schema for every event (spark_analysis.inputs.event_schema is the same for Spark's own JSON
-reader): fields an event does not have are null; `to`, `eligible`, `receivers`, `vc` and `deps`
-keep their JSON text (a name, or the text of a list or object); fields the schema does not name
-are ignored.
+reader): the columns are the fields the event-log contract declares (agents/events.py: the common
+fields, each kind of event's and each role's), integers as 64-bit integers, booleans as booleans
+and everything else as text (a list or object as its JSON text). Fields an event does not have are
+null; a field nobody declared is not read, and its name is reported (`read_log`'s third value).
 
 The fast path is Arrow's C++ JSON reader, letting it infer each field's type (it then builds only
 the columns a file has, much faster than filling every column of the schema). It wants one type
@@ -24,14 +25,12 @@ import json
 import re
 from typing import List, Tuple
 
-LONG_FIELDS = ["t", "seq", "message_id", "hops", "order", "priority", "produced_ns", "bytes", "frags",
-               "attempt", "frag", "node_id", "tries", "wanted_ns", "colour", "round"]
-STRING_FIELDS = ["node", "event", "type", "origin", "to", "sender", "eligible", "sequencer", "vc", "deps",
-                 "state", "reason", "role", "msg", "receivers"]
-BOOL_FIELDS = ["reliable", "retransmission", "accepted"]
+from agents.events import columns
+
 CORRUPT = "_corrupt_record"
-FIELDS: List[Tuple[str, str]] = ([(f, "long") for f in LONG_FIELDS] + [(f, "string") for f in STRING_FIELDS]
-                                 + [(f, "bool") for f in BOOL_FIELDS] + [(CORRUPT, "string")])
+#: (field, "long" | "string" | "bool") of every column, the corrupt record's last
+FIELDS: List[Tuple[str, str]] = columns() + [(CORRUPT, "string")]
+DECLARED = frozenset(name for name, _ in FIELDS[:-1])
 
 # a list or object value, up to two levels of nesting, its strings skipped whole (a ] or } inside
 # a name does not end it), never past the end of its line: it becomes a JSON string holding the same text
@@ -81,13 +80,14 @@ def _openings(data: bytes) -> List[int]:
 
 
 def read_log(data: bytes):
-    """(table, unreadable lines) of one JSON-lines file's bytes."""
+    """(table, unreadable lines, undeclared fields) of one JSON-lines file's bytes; the fields
+    no event-log declaration names are left out of the table, and listed (sorted)."""
     import pyarrow as pa
     import pyarrow.json as pj
 
     schema = arrow_schema()
     if not data or data.isspace():
-        return schema.empty_table(), 0
+        return schema.empty_table(), 0, []
     text = stringify_nested(data)
     try:
         # the reader infers each field's type: building only the columns a file has is faster
@@ -99,7 +99,7 @@ def read_log(data: bytes):
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, _Refused):
         return read_lines(data)
     columns.append(pa.nulls(read.num_rows, pa.string()))
-    return pa.Table.from_arrays(columns, schema=schema), 0
+    return pa.Table.from_arrays(columns, schema=schema), 0, sorted(set(read.column_names) - DECLARED)
 
 
 class _Refused(Exception):
@@ -123,33 +123,36 @@ def _column(table, name: str, want):
 
 
 def read_lines(data: bytes):
-    """(table, unreadable lines), line by line in Python: the path for a file Arrow refused."""
+    """(table, unreadable lines, undeclared fields), line by line in Python: the path for a file
+    Arrow refused."""
     import pyarrow as pa
 
     schema = arrow_schema()
     columns = {name: [] for name, _ in FIELDS}
     bad = 0
+    undeclared = set()
     for raw in data.split(b"\n"):
         line = raw.strip()
         if not line:
             continue
-        row, ok = _parse_line(line)
+        row, ok = _parse_line(line, undeclared)
         if not ok:
             bad += 1
             row[CORRUPT] = raw.rstrip(b"\r").decode("utf-8", "replace")
         for name in columns:
             columns[name].append(row.get(name))
     return pa.table({name: pa.array(values, schema.field(name).type) for name, values in columns.items()},
-                    schema=schema), bad
+                    schema=schema), bad, sorted(undeclared)
 
 
-def _parse_line(line: bytes):
+def _parse_line(line: bytes, undeclared: set):
     try:
         obj = json.loads(line)
     except (ValueError, UnicodeDecodeError):
         return {}, False
     if not isinstance(obj, dict):
         return {}, False
+    undeclared.update(k for k in obj if k not in DECLARED)
     row, ok = {}, True
     for name, kind in FIELDS[:-1]:
         if name not in obj or obj[name] is None:

@@ -380,6 +380,40 @@ class RunData:
         deliveries.loc[~self.d_seq_valid[di], "seq"] = pd.NA
         return sends, deliveries
 
+    def messages_table(self):
+        """The messages table: one row per application message (origin, type, seq): its send
+        times, its intended receivers, how many captures show it reaching them, the delivery
+        time to all when it reached every one, and how many nodes delivered it."""
+        import pyarrow as pa
+
+        U = len(self.m_key)
+        first = np.full(U, -1, np.int64)
+        if self.S:
+            order = np.argsort(self.s_msg, kind="stable")
+            starts = np.ones(self.S, bool)
+            starts[1:] = self.s_msg[order][1:] != self.s_msg[order][:-1]
+            first[self.s_msg[order][starts]] = order[starts]
+        cnt, _, nreached, worst = _group_stats(self.p_msg, U, self.p_latency, self.p_reached)
+        complete = (cnt > 0) & (nreached == cnt)
+        ok = self.d_msg >= 0
+        pairs = _unique(self.d_msg[ok] * np.int64(self.NN) + self.d_node[ok])
+        delivered = np.bincount(pairs // self.NN, minlength=U) if len(pairs) else np.zeros(U, np.int64)
+        names = np.array(self.nodes.names, dtype=object)
+        types = [self.type_label(t) for t in self.s_type[first]] if U else []
+        return pa.table({
+            "run": pa.repeat(pa.scalar(self.run_id, pa.string()), U),
+            "origin": pa.array(names[self.s_origin[first]] if U else [], pa.string()),
+            "seq": pa.array(self.s_seq[first], pa.int64()),
+            "type": pa.array(types, pa.string()),
+            "send_t": pa.array(self.send_t[first] if U else [], pa.int64()),
+            "logged_t": pa.array(self.s_t[first], pa.int64()),
+            "intended": pa.array(cnt, pa.int64()),
+            "reached": pa.array(nreached, pa.int64()),
+            "delivery_time_to_all_ns": pa.array(np.where(complete, worst, 0).astype(np.int64), pa.int64(),
+                                                mask=~complete),
+            "delivered": pa.array(delivered[:U], pa.int64()),
+        })
+
     def pairs_table(self):
         """The receptions table: one row per (message, intended receiver)."""
         import pyarrow as pa

@@ -332,6 +332,7 @@ def decode_records(buf: np.ndarray, offsets: np.ndarray, order: str, frac_ns: in
 
 
 def node_of(path: str) -> str:
-    """The node a run directory's pcap belongs to: pcap/<node>.pcap."""
+    """The node a run directory's pcap belongs to: pcap/<node>.pcap, or pcap/<node>.<interface>.pcap
+    while a node with several interfaces is captured (node names have no dot)."""
     name = os.path.basename(path.rstrip("/"))
-    return name[:-5] if name.endswith(".pcap") else name
+    return (name[:-5] if name.endswith(".pcap") else name).split(".", 1)[0]

@@ -9,27 +9,16 @@ from typing import Dict, List, Optional
 
 import matplotlib
 
+from .html import fmt, table
+from .protocols import plugins
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 FAULTS = {"kill", "stop", "pause", "link_down", "set_link", "partition"}
-
-
-def _fmt(v) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        if v != v:
-            return "–"
-        return f"{v:.4g}" if abs(v) < 1e6 else f"{v:.3e}"
-    return html.escape(str(v))
-
-
-def _table(headers: List[str], rows: List[list], cls: str = "") -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_fmt(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+#: the Parquet tables every report holds beside results.json (spark_analysis.job writes them)
+TABLES = ("packets.parquet", "events.parquet", "receptions.parquet", "messages.parquet")
 
 
 def _t_rel(action: dict, t0: Optional[int]) -> Optional[float]:
@@ -208,17 +197,20 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Run {html.escape(run['id'])}</title>"
              f"<style>{CSS}</style></head><body>",
              f"<h1>Run {html.escape(run['id'])}</h1>",
-             _table(["scenario", "status", "seed", "duration (s)", "nodes", "started"],
+             table(["scenario", "status", "seed", "duration (s)", "nodes", "started"],
                     [[run.get("scenario"), run.get("status"), run.get("seed"), run.get("duration_s"), run.get("nodes"),
                       run.get("started_at")]])]
     inp = res.get("input", {})
     parts.append("<h2>Input</h2>")
-    parts.append(_table(["testbed packets", "other packets", "pcap files", "damaged files", "unreadable log lines"],
+    parts.append(table(["testbed packets", "other packets", "pcap files", "damaged files", "unreadable log lines"],
                         [[inp.get("testbed_packets"), inp.get("other_packets"), len(inp.get("pcaps", {})),
                           len({d["file"] for d in inp.get("damage", [])}), inp.get("unreadable_log_lines")]]))
     if inp.get("damage"):
-        parts.append(_table(["file", "offset", "damage"], [[d["file"], d["offset"], d["reason"]]
+        parts.append(table(["file", "offset", "damage"], [[d["file"], d["offset"], d["reason"]]
                                                           for d in inp["damage"]]))
+    if inp.get("undeclared_log_fields"):
+        parts.append("<p>Log fields no event-log declaration names (not read; see docs/EVENTS.md): "
+                     + html.escape(", ".join(inp["undeclared_log_fields"])) + "</p>")
     parts.append("<h2>Messages on the wire</h2>")
     rows = []
     for t, m in sorted(res.get("messages", {}).items(), key=lambda kv: (kv[0] != "all", kv[0])):
@@ -227,13 +219,13 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
         rows.append([t, m.get("sent"), m.get("intended_receivers"), m.get("received"), m.get("delivery_ratio"),
                      lat.get("min_ms"), lat.get("q1_ms"), lat.get("median_ms"), lat.get("q3_ms"), lat.get("p95_ms"),
                      lat.get("p99_ms"), lat.get("max_ms"), dall.get("mean_ms"), m.get("duplicates_received")])
-    parts.append(_table(["type", "sent", "intended receivers", "reached", "delivery ratio", "latency min (ms)",
+    parts.append(table(["type", "sent", "intended receivers", "reached", "delivery ratio", "latency min (ms)",
                          "q1", "median", "q3", "p95", "p99", "max", "delivery time to all, mean (ms)",
                          "duplicates received"], rows))
     gap = res.get("messages", {}).get("all", {}).get("message_time_gap")
     if gap:
         parts.append(f"<p>Message time gap (mean over {gap['receivers']} receivers): "
-                     f"{_fmt(gap['mean_ms'])} ms (std {_fmt(gap['std_ms'])} ms)</p>")
+                     f"{fmt(gap['mean_ms'])} ms (std {fmt(gap['std_ms'])} ms)</p>")
     ov = res.get("overhead", {})
     if ov:
         parts.append("<h2>Overhead</h2>")
@@ -242,7 +234,7 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
         rows += [[f"type {t}", e["packets"], e["bytes"], e["header_bytes"], e["retransmissions"],
                   e.get("packets_per_delivered"), e.get("bytes_per_delivered")]
                  for t, e in sorted(ov.get("by_type", {}).items())]
-        parts.append(_table(["class / type", "packets", "bytes", "header bytes", "retransmissions",
+        parts.append(table(["class / type", "packets", "bytes", "header bytes", "retransmissions",
                              "packets per delivered message", "bytes per delivered message"], rows))
     app = res.get("application", {})
     if app:
@@ -252,43 +244,19 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
             lat, age = a.get("delivery_latency", {}), a.get("knowledge_age", {})
             rows.append([t, a.get("sent"), a.get("delivered"), a.get("distinct_deliveries"), lat.get("median_ms"),
                          lat.get("p95_ms"), lat.get("max_ms"), age.get("median_ms"), age.get("p95_ms")])
-        parts.append(_table(["type", "sent", "delivered", "distinct (node, message)", "latency median (ms)", "p95",
+        parts.append(table(["type", "sent", "delivered", "distinct (node, message)", "latency median (ms)", "p95",
                              "max", "knowledge age median (ms)", "p95"], rows))
     g = res.get("gossip", {})
     if g:
         parts.append("<h2>Dissemination measures</h2>")
-        parts.append(_table(["reliability", "atomicity", "bimodality", "RMR", "control overhead",
+        parts.append(table(["reliability", "atomicity", "bimodality", "RMR", "control overhead",
                              "convergence after last fault (s)"],
                             [[g.get("reliability_mean"), g.get("atomicity"), g.get("bimodality"), g.get("rmr"),
                               g.get("control_overhead"), g.get("convergence_s")]]))
-    a = res.get("abc", {})
-    if a:
-        dt, gap, wait = a.get("delivery_time_to_all", {}), a.get("message_time_gap", {}), a.get("id_wait", {})
-        unit = a.get("time_unit_ms")
-        parts.append("<h2>AbC measures (event logs)</h2>")
-        parts.append(f"<p>{a.get('messages')} data messages among {a.get('components')} components; "
-                     f"{a.get('delivered_to_all')} delivered to every component"
-                     + (f"; one paper time unit = {_fmt(unit)} ms" if unit else "") + ".</p>")
-        parts.append(_table(["measure", "mean (ms)", "mean (time units)", "median (ms)", "p95 (ms)", "max (ms)"], [
-            ["average delivery time to all components", dt.get("mean_ms"), dt.get("mean_time_units"),
-             dt.get("median_ms"), dt.get("p95_ms"), dt.get("max_ms")],
-            ["average message time gap", gap.get("mean_ms"), gap.get("mean_time_units"), None, None, None],
-            ["wait for an id (request to data send)", wait.get("mean_ms"), wait.get("mean_time_units"),
-             wait.get("median_ms"), wait.get("p95_ms"), wait.get("max_ms")]]))
-        ids = a.get("ids", {})
-        parts.append(_table(["ids given", "reused", "contiguous from 0", "accepted", "discarded",
-                             "receivers disagree"],
-                            [[ids.get("count"), ids.get("reused"), ids.get("contiguous"), a.get("accepted"),
-                              a.get("discarded"), a.get("receivers_disagree")]]))
-        col = a.get("colouring")
-        if col:
-            parts.append(f"<h3>Graph colouring: <span class='{html.escape(col['verdict'])}'>"
-                         f"{html.escape(col['verdict'])}</span></h3>")
-            parts.append(_table(["vertices", "edges", "coloured", "colours", "rounds", "conflicting edges",
-                                 "uncoloured"],
-                                [[col["vertices"], col["edges"], col["coloured"], col["colours"], col["rounds"],
-                                  col["conflicts"], ", ".join(col["uncoloured"])]]))
-            parts.append(_table(["vertex", "colour"], [[v, c] for v, c in col["colouring"].items()]))
+    for plugin in plugins():
+        if res.get(plugin.NAME):
+            parts.append(plugin.html(res[plugin.NAME]))
+    parts.append(render_errors(res.get("errors") or {}))
     parts.append("<h2>Property checks</h2>")
     rows = []
     for c in res.get("checks", []):
@@ -299,10 +267,7 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
                  + "".join(f"<tr><td>{html.escape(str(a))}</td><td class='{html.escape(str(b))}'>{html.escape(str(b))}"
                            f"</td><td>{html.escape(c)}</td></tr>" for a, b, c in rows) + "</tbody></table>")
     for c in res.get("checks", []):
-        ce = {k: v for k, v in (c.get("counterexamples") or {}).items() if v}
-        if ce:
-            parts.append(f"<h3>{html.escape(str(c.get('check')))}: counterexamples</h3>"
-                         f"<pre>{html.escape(json.dumps(ce, indent=1, default=_json_default)[:6000])}</pre>")
+        parts.append(render_counterexamples(c, run.get("t0_ns")))
     parts.append("<h2>Plots</h2>")
     for name, alt in (("timeseries.png", "over time"), ("latency_cdf.png", "latency CDF"),
                       ("heatmap.png", "per-node heat map"), ("types.png", "messages by type")):
@@ -314,14 +279,75 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
         rows = [[n, e.get("sent"), e.get("delivered"), e.get("intended"), e.get("reached"), e.get("delivery_ratio"),
                  e.get("latency_mean_ms"), e.get("packets_sent"), e.get("packets_received")]
                 for n, e in sorted(per_node.items(), key=lambda kv: _natural(kv[0]))]
-        parts.append(_table(["node", "sent", "delivered", "intended receptions", "reached", "delivery ratio",
+        parts.append(table(["node", "sent", "delivered", "intended receptions", "reached", "delivery ratio",
                              "latency mean (ms)", "packets sent", "packets received"], rows))
     comp = res.get("comparison")
     if comp:
         parts.append("<h2>Compared runs</h2>")
         rows = [[label] + values for label, values in comp["metrics"].items()]
-        parts.append(_table(["metric"] + comp["runs"], rows))
+        parts.append(table(["metric"] + comp["runs"], rows))
         parts += [f"<p><img src='{f}'></p>" for f in compare_files]
-    parts.append("<p>Tables: packets.parquet, events.parquet, receptions.parquet, messages.parquet; "
-                 "all figures in results.json.</p></body></html>")
+    parts.append("<p>Tables: " + ", ".join(f"<a href='{name}'>{name}</a>" for name in TABLES)
+                 + "; all figures in <a href='results.json'>results.json</a>.</p></body></html>")
+    return "\n".join(parts)
+
+
+def _is_time(key: str, value) -> bool:
+    """A counterexample field holding an absolute time in ns (sent_at, delivered_later_t, ...)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value > 10 ** 15 and \
+        (key == "t" or key.endswith(("_at", "_t", "_ns")))
+
+
+def _cell(key: str, value, t0: Optional[int]) -> str:
+    if value is None:
+        return "–"
+    if _is_time(key, value):
+        return f"{(value - t0) / 1e9:.6f}" if t0 else str(value)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(json.dumps(v, default=_json_default) if isinstance(v, (dict, list)) else str(v)
+                         for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, default=_json_default)
+    return str(value)
+
+
+def render_counterexamples(check: dict, t0: Optional[int]) -> str:
+    """A check's counterexamples as one table per anomaly type, times in seconds since t0, with
+    the raw JSON one click away."""
+    found = {k: v for k, v in (check.get("counterexamples") or {}).items() if v}
+    if not found:
+        return ""
+    name = html.escape(str(check.get("check")))
+    parts = [f"<h3 id='cex-{name}'>{name}: counterexamples</h3>"]
+    for kind, examples in found.items():
+        keys: List[str] = []
+        for example in examples:
+            keys += [k for k in example if k not in keys]
+        heads = [k.replace("_", " ") + (" (s since t0)" if t0 and any(_is_time(k, e.get(k)) for e in examples)
+                                        else "") for k in keys]
+        rows = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(k, e.get(k), t0))}</td>" for k in keys) + "</tr>"
+                       for e in examples)
+        count = (check.get("anomalies") or {}).get(kind)
+        parts.append(f"<p>{html.escape(kind)}: {fmt(count)} in all; the first {len(examples)}:</p>"
+                     "<table><thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+                     + f"</tr></thead><tbody>{rows}</tbody></table>")
+    raw = json.dumps(found, indent=1, default=_json_default)
+    parts.append(f"<details><summary>raw JSON</summary><pre>{html.escape(raw)}</pre></details>")
+    return "\n".join(parts)
+
+
+def render_errors(errors: dict) -> str:
+    """The roles' errors: how many, where, and the first ones with their tracebacks."""
+    if not errors.get("count"):
+        return "<h2>Errors in roles</h2><p>None: no role raised an exception.</p>"
+    parts = [f"<h2>Errors in roles</h2><p class='invalid'>{errors['count']} error(s) raised by roles "
+             f"(agents log each as an error event): "
+             + html.escape(", ".join(f"{n} on {node}" for node, n in errors.get("nodes", {}).items())) + "</p>"]
+    rows = "".join(
+        f"<tr><td>{html.escape(str(e.get('node')))}</td><td>{fmt(e.get('t_s'))}</td>"
+        f"<td>{html.escape(str(e.get('where')))}</td><td>{html.escape(str(e.get('error')))}"
+        f"<details><summary>traceback</summary><pre>{html.escape(str(e.get('traceback') or ''))}</pre></details></td></tr>"
+        for e in errors.get("first", []))
+    parts.append("<table><thead><tr><th>node</th><th>t (s since t0)</th><th>where</th><th>error</th></tr></thead>"
+                 f"<tbody>{rows}</tbody></table>")
     return "\n".join(parts)

@@ -1,7 +1,10 @@
-"""The configuration file each agent reads: who it is, who the others are, where to log.
+"""The configuration file every node gets: who it is, who the others are, where to log.
 
-Written by the testbed into the node's directory before the node starts; the directory is the
-container's /testbed (docker runtime) or used in place (process runtime).
+Written by the testbed into each node's directory before the node starts; the directory is the
+container's /testbed (docker runtime) or used in place (process runtime). The testbed's agent
+reads it; any other program a node runs finds it, and its event log, through the environment
+(`node_env`), so that a protocol implementation that is not the testbed's agent can take part
+in a run and be judged by the same checks (docs/EVENTS.md).
 """
 
 from __future__ import annotations
@@ -9,12 +12,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
-from typing import Dict, List
+from typing import Callable, Dict
 
 from agents.roles import NO_AGENT
 
-from .model import Topology
+from .model import Node, Topology
 
 #: where a container sees its node directory
 NODE_DIR_IN_CONTAINER = "/testbed"
@@ -33,12 +35,21 @@ def node_seed(seed: int, node: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{node}".encode()).digest()[:8], "big")
 
 
-def has_agent(topo: Topology, node: str) -> bool:
-    n = topo.nodes[node]
-    return n.role not in NO_AGENT and n.command is None
+def has_agent(node: Node) -> bool:
+    """Whether the node runs the testbed's agent (a role with an agent, and no command of its own)."""
+    return node.role not in NO_AGENT and node.command is None
 
 
-def write_configs(topo: Topology, node_dirs: Dict[str, str], seed: int, wait_for_start: bool = False) -> None:
+def node_env(node: str, node_id: int, inside: str) -> Dict[str, str]:
+    """The environment every node's software gets: its name and id, and where its directory,
+    configuration and event log are as it sees them."""
+    return {"TESTBED_NODE": node, "TESTBED_NODE_ID": str(node_id), "TESTBED_DIR": inside,
+            "TESTBED_CONFIG": os.path.join(inside, CONFIG_NAME), "TESTBED_LOG": os.path.join(inside, LOG_NAME)}
+
+
+def write_configs(topo: Topology, node_dirs: Dict[str, str], seed: int, inside: Callable[[Node], str],
+                  wait_for_start: bool = False) -> None:
+    """One config.json per node; `inside(node)` is where the node sees its directory."""
     ids = node_ids(topo)
     peers = {}
     for name in topo.nodes:
@@ -50,23 +61,13 @@ def write_configs(topo: Topology, node_dirs: Dict[str, str], seed: int, wait_for
                        "params": node.params}
     for name, node in topo.nodes.items():
         os.makedirs(node_dirs[name], exist_ok=True)
-        if not has_agent(topo, name):
-            continue
-        inside = NODE_DIR_IN_CONTAINER if node.runtime == "docker" else node_dirs[name]
         neighbors = sorted({m for seg in topo.segments if any(n == name for n, _ in seg.members)
                             for m, _ in seg.members if m != name})
         config = {
             "node": name, "node_id": ids[name], "role": node.role, "params": node.params,
             "seed": node_seed(seed, name), "run_seed": seed, "nodes": peers, "neighbors": neighbors,
             "broadcast": [str(e.address.network.broadcast_address) for e in topo.interfaces(name) if e.address],
-            "log": os.path.join(inside, LOG_NAME), "port": AGENT_PORT, "wait_for_start": wait_for_start,
+            "log": os.path.join(inside(node), LOG_NAME), "port": AGENT_PORT, "wait_for_start": wait_for_start,
         }
         with open(os.path.join(node_dirs[name], CONFIG_NAME), "w") as handle:
             json.dump(config, handle, indent=1)
-
-
-def agent_argv(runtime: str, node_dir: str, start_now: bool = False) -> List[str]:
-    extra = ["--start-now"] if start_now else []
-    if runtime == "docker":
-        return ["python3", "-m", "agents", "--config", f"{NODE_DIR_IN_CONTAINER}/{CONFIG_NAME}"] + extra
-    return [sys.executable, "-m", "agents", "--config", os.path.join(node_dir, CONFIG_NAME)] + extra

@@ -141,17 +141,12 @@ def probe_openvswitch() -> Check:
 
 
 def probe_docker() -> Check:
+    from .dockerd import EngineUnavailable, version as engine_version
+
     try:
-        import docker  # noqa: F401  (the SDK)
-    except ImportError:
-        return Check("docker", False, "the docker Python SDK is not installed", required=True)
-    try:
-        client = docker.from_env(timeout=5)
-        version = client.version()
-        client.close()
-    except Exception as exc:  # the SDK raises several unrelated types for "no engine"
-        return Check("docker", False, f"Docker engine not reachable ({_first_line(str(exc))[:120]}); "
-                     "start it with ./setup.sh or dockerd; the process runtime works without it", required=True)
+        version = engine_version(timeout=5)
+    except EngineUnavailable as exc:
+        return Check("docker", False, f"{exc}; the process runtime works without it", required=True)
     return Check("docker", True, f"engine {version.get('Version')} (API {version.get('ApiVersion')})", required=True)
 
 

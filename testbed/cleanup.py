@@ -1,30 +1,30 @@
 """Removing what labs leave on the machine, and only that.
 
-Everything a lab creates is found by name or label: containers labelled `org.testbed.lab`,
-processes with TESTBED_LAB in their environment, bridges and switch ports named
-`tb<lab id>s<n>[p<m>]`, nftables tables `testbed_<lab id>[_dup]` and one iptables rule with the
-comment `testbed`. Node namespaces vanish with the containers and processes that hold them, and
-their veths and tc state with them. Mininet's own `mn -c` is not used: it removes every Mininet
-object on the machine, including other users'.
+Everything a lab creates is found by the names and labels of `testbed.names`: containers
+labelled `org.testbed.lab`, processes with TESTBED_LAB in their environment, bridges and ports
+`tb<lab id>...`, nftables tables `testbed_<lab id>` and one iptables rule with the comment
+`testbed`. Node namespaces vanish with the containers and processes that hold them, and their
+veths and tc state with them. Mininet's own `mn -c` is not used: it removes every Mininet object
+on the machine, including other users'.
+
+A run whose process was killed also leaves its run directory unfinished (captures per interface,
+logs under nodes/, status "running"); `clean_all` finishes those directories too
+(testbed.rundir.finish_killed_runs), after their processes are gone.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import time
+from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from . import ENV_LAB, LABEL_LAB
-
-STATE_DIR = os.environ.get("TESTBED_STATE_DIR", "/run/testbed/labs")
-LINK_RE = re.compile(r"^tb([0-9a-z]{4})[sc]\d+(p\d+)?$")
-TABLE_RE = re.compile(r"^table (\w+) (testbed_([0-9a-z]{4})(_dup)?)$")
-IPTABLES_RULE = ["FORWARD", "-i", "tb+", "-m", "comment", "--comment", "testbed", "-j", "ACCEPT"]
+from . import dockerd
+from .names import ENV_LAB, IPTABLES_RULE, STATE_DIR, lab_id_of, link_lab_id, state_path, table_of, workdir
 
 
 def _run(args: List[str], stdin: Optional[str] = None) -> subprocess.CompletedProcess:
@@ -64,8 +64,8 @@ def testbed_links(lab_id: Optional[str] = None) -> List[str]:
         if len(parts) < 2:
             continue
         name = parts[1].strip().split("@", 1)[0]
-        match = LINK_RE.match(name)
-        if match and (lab_id is None or match.group(1) == lab_id):
+        owner = link_lab_id(name)
+        if owner is not None and (lab_id is None or owner == lab_id):
             names.append(name)
     return names
 
@@ -73,9 +73,9 @@ def testbed_links(lab_id: Optional[str] = None) -> List[str]:
 def testbed_tables(lab_id: Optional[str] = None) -> List[str]:
     tables = []
     for line in _run(["nft", "list", "tables"]).stdout.splitlines():
-        match = TABLE_RE.match(line.strip())
-        if match and (lab_id is None or match.group(3) == lab_id):
-            tables.append(f"{match.group(1)} {match.group(2)}")
+        found = table_of(line)
+        if found and (lab_id is None or found[1] == lab_id):
+            tables.append(found[0])
     return tables
 
 
@@ -113,7 +113,31 @@ def testbed_processes(lab: Optional[str] = None) -> Dict[int, str]:
     return found
 
 
-def _kill(pids: List[int]) -> None:
+def _gone(pid: int) -> bool:
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return True
+    except ChildProcessError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def _kill(pids: List[int], grace_s: float = 0.0) -> None:
+    """End processes: SIGTERM and up to `grace_s` to exit (a capture then flushes its file and
+    statistics), then SIGKILL; waits until they are gone (at most 5 s)."""
+    if grace_s > 0:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and not all(_gone(pid) for pid in pids):
+            time.sleep(0.02)
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -121,17 +145,7 @@ def _kill(pids: List[int]) -> None:
             pass
     deadline = time.monotonic() + 5
     for pid in pids:
-        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
-            try:
-                if os.waitpid(pid, os.WNOHANG)[0]:
-                    break
-            except ChildProcessError:
-                try:
-                    with open(f"/proc/{pid}/stat") as handle:
-                        if handle.read().rsplit(")", 1)[1].split()[0] == "Z":
-                            break
-                except OSError:
-                    break
+        while not _gone(pid) and time.monotonic() < deadline:
             time.sleep(0.01)
 
 
@@ -147,7 +161,23 @@ def _ovs_bridges(lab_id: Optional[str]) -> List[str]:
     out = _run(["ovs-vsctl", "list-br"])
     if out.returncode != 0:
         return []
-    return [b for b in out.stdout.split() if LINK_RE.match(b) and (lab_id is None or b[2:6] == lab_id)]
+    return [b for b in out.stdout.split() if link_lab_id(b) is not None and (lab_id is None or link_lab_id(b) == lab_id)]
+
+
+def _remove_network(lab_id: Optional[str], removed: Dict[str, int]) -> None:
+    """Bridges, ports and nftables tables of one lab (or of every lab), then the iptables rule
+    when no lab is left."""
+    for bridge in _ovs_bridges(lab_id):
+        _run(["ovs-vsctl", "--if-exists", "del-br", bridge])
+    links = testbed_links(lab_id)
+    _delete_links(links)
+    removed["links"] = len(links)
+    tables = testbed_tables(lab_id)
+    for table in tables:
+        _run(["nft", "delete", "table"] + table.split())
+    removed["nftables tables"] = len(tables)
+    if not testbed_links():
+        removed["iptables rules"] = int(_remove_iptables_rule())
 
 
 def remove_lab_objects(names) -> Dict[str, int]:
@@ -156,25 +186,12 @@ def remove_lab_objects(names) -> Dict[str, int]:
     procs = testbed_processes(names.lab)
     _kill(list(procs))
     removed["processes"] = len(procs)
-    for bridge in _ovs_bridges(names.lab_id):
-        _run(["ovs-vsctl", "--if-exists", "del-br", bridge])
-    links = testbed_links(names.lab_id)
-    _delete_links(links)
-    removed["links"] = len(links)
-    tables = testbed_tables(names.lab_id)
-    for table in tables:
-        _run(["nft", "delete", "table"] + table.split())
-    removed["nftables tables"] = len(tables)
-    if not testbed_links():
-        _remove_iptables_rule()
+    _remove_network(names.lab_id, removed)
+    removed.pop("iptables rules", None)
     return removed
 
 
 # -- lab state files -------------------------------------------------------------------------------
-
-def state_path(lab: str) -> str:
-    return os.path.join(STATE_DIR, f"{lab}.json")
-
 
 def read_states() -> Dict[str, dict]:
     states = {}
@@ -202,12 +219,12 @@ def write_state(state: dict) -> None:
 
 def remove_state(lab: str) -> None:
     """The lab's state file and its default working directory (agent configs and logs)."""
-    for suffix in (".json", ".json.tmp"):
+    for path in (state_path(lab), state_path(lab) + ".tmp"):
         try:
-            os.remove(os.path.join(STATE_DIR, lab + suffix))
+            os.remove(path)
         except FileNotFoundError:
             pass
-    shutil.rmtree(os.path.join(STATE_DIR, lab), ignore_errors=True)
+    shutil.rmtree(workdir(lab), ignore_errors=True)
 
 
 def alive(pid: Optional[int]) -> bool:
@@ -228,38 +245,44 @@ def alive(pid: Optional[int]) -> bool:
 
 # -- clean everything ------------------------------------------------------------------------------
 
-def clean_all(lab: Optional[str] = None) -> Dict[str, int]:
-    """Remove everything any testbed run left (or one lab's), also after the runner was SIGKILLed."""
-    from .network import lab_names
+@dataclass
+class Cleaned:
+    """What `clean_all` removed, what it finished, and what it could not look at."""
 
-    removed: Dict[str, int] = {}
+    removed: Dict[str, int] = field(default_factory=dict)
+    finished_runs: List[str] = field(default_factory=list)  # run directories of killed runs, finished
+    problems: List[str] = field(default_factory=list)        # e.g. the Docker engine did not answer
+
+
+def clean_all(lab: Optional[str] = None) -> Cleaned:
+    """Remove everything any testbed run left (or one lab's), also after the runner was SIGKILLed,
+    and finish the run directories of killed runs."""
+    from .rundir import finish_killed_runs, killed_runs
+
+    result = Cleaned()
+    removed = result.removed
     states = read_states()
     keepers = [s.get("keeper_pid") for name, s in states.items() if lab is None or name == lab]
     _kill([pid for pid in keepers if alive(pid)])
+    runs = killed_runs(lab)
 
-    containers = _testbed_containers(lab)
-    if containers:
-        from .runtimes.docker import remove_containers
-        client, ids = containers
-        remove_containers(client, ids)
-    removed["containers"] = len(containers[1]) if containers else 0
+    try:
+        client = dockerd.client(timeout=30)
+    except dockerd.EngineUnavailable as exc:
+        client = None
+        if _docker_installed():
+            result.problems.append(f"could not look for containers: {exc}")
+    if client is not None:
+        ids = dockerd.lab_containers(client, lab)
+        dockerd.remove_containers(client, ids)
+        removed["containers"] = len(ids)
 
     procs = testbed_processes(lab)
-    _kill(list(procs))
+    # a grace period lets a killed run's captures flush their files and write their statistics
+    _kill(list(procs), grace_s=2.0 if runs else 0.0)
     removed["processes"] = len(procs)
 
-    lab_id = lab_names(lab).lab_id if lab else None
-    for bridge in _ovs_bridges(lab_id):
-        _run(["ovs-vsctl", "--if-exists", "del-br", bridge])
-    links = testbed_links(lab_id)
-    _delete_links(links)
-    removed["links"] = len(links)
-    tables = testbed_tables(lab_id)
-    for table in tables:
-        _run(["nft", "delete", "table"] + table.split())
-    removed["nftables tables"] = len(tables)
-    if not testbed_links():
-        removed["iptables rules"] = int(_remove_iptables_rule())
+    _remove_network(lab_id_of(lab) if lab else None, removed)
     for name in states:
         if lab is None or name == lab:
             remove_state(name)
@@ -268,19 +291,16 @@ def clean_all(lab: Optional[str] = None) -> Dict[str, int]:
             path = os.path.join(STATE_DIR, entry)
             if os.path.isdir(path) and (lab is None or entry == lab):
                 shutil.rmtree(path, ignore_errors=True)
-    return removed
+    finished, problems = finish_killed_runs(runs)
+    result.finished_runs.extend(finished)
+    result.problems.extend(problems)
+    return result
 
 
-def _testbed_containers(lab: Optional[str]):
-    try:
-        import docker
-
-        client = docker.from_env(timeout=30)
-        client.ping()
-    except Exception:
-        return None
-    label = LABEL_LAB if lab is None else f"{LABEL_LAB}={lab}"
-    return client, [c.id for c in client.containers.list(all=True, filters={"label": label})]
+def _docker_installed() -> bool:
+    """Whether this machine has a Docker engine at all (so that containers could exist)."""
+    return shutil.which("dockerd") is not None or os.path.exists("/var/run/docker.sock") or \
+        bool(os.environ.get("DOCKER_HOST"))
 
 
 def leftovers() -> Dict[str, List[str]]:
@@ -291,6 +311,8 @@ def leftovers() -> Dict[str, List[str]]:
         "processes": [f"{pid} ({lab})" for pid, lab in testbed_processes().items()],
         "iptables rules": ["FORWARD -i tb+ (testbed)"] if _run(["iptables", "-C"] + IPTABLES_RULE).returncode == 0 else [],
     }
-    containers = _testbed_containers(None)
-    found["containers"] = containers[1] if containers else []
+    try:
+        found["containers"] = dockerd.lab_containers(dockerd.client(timeout=30))
+    except dockerd.EngineUnavailable:
+        found["containers"] = []
     return {k: v for k, v in found.items() if v}

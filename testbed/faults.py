@@ -1,208 +1,159 @@
-"""The nemesis: timeline actions carried out on a running lab.
+"""The nemesis: timeline actions carried out on a lab, and rehearsed on a lab that does nothing.
 
-Link faults are kept as state and the shaping of a link direction is rebuilt from the merged set
-of active faults each time one changes (set_link overrides on top of the topology's values, and
-a link that is down drops everything), so faults stack and every value can return to where it
-was. Partitions drop, in the bridge port that transmits to each node, what comes from nodes of
-other groups (a node forwarding between subnets is partitioned like any other); the
-testbed's own control traffic does not cross node interfaces, so it is never affected.
+The nemesis keeps the state faults share and dispatches each planned action to its class in the
+action registry (testbed.actions). Link faults are kept as state and the shaping of a link
+direction is rebuilt from the merged set of active faults each time one changes (set_link
+overrides on top of the topology's values, and a link that is down drops everything), so faults
+stack and every value can return to where it was.
+
+The nemesis acts on a lab only through the methods `DryLab` lists. `DryLab` implements them by
+recording the call and doing nothing: scenario validation rehearses a whole timeline on it
+(`rehearse`), so that an action that cannot work where it stands in the schedule (a jitter
+change on a link without delay, a start of a node killed before) is refused, with its line,
+before anything is created; and tests check the nemesis against it without a network.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from .actions import action_class
+from .actions.base import Planned
 from .errors import TestbedError
-from .model import LinkProps
-from .network import Lab
-from .scenario import Action
-from .shaping import nft_in_root
+from .model import LinkProps, Topology
 from .topology import apply_impairments
 
 
 class Nemesis:
-    def __init__(self, lab: Lab) -> None:
-        self.lab = lab
-        self.overrides: Dict[Tuple[int, int], Dict[str, Any]] = {}  # (link, side) → impairments
-        self.down: Set[Tuple[int, int]] = set()
+    def __init__(self, lab) -> None:
+        self.lab = lab  # a network.Lab, or a DryLab
+        self.link_overrides: Dict[Tuple[int, int], Dict[str, Any]] = {}  # (link, side) → impairments
+        self.links_down: Set[Tuple[int, int]] = set()
         self.paused: Set[str] = set()
         self.killed: Set[str] = set()
         self.partitioned = False
 
-    # -- entry point ----------------------------------------------------------------------------
-
-    def apply(self, action: Action) -> Optional[Dict[str, Any]]:
+    def apply(self, planned: Planned) -> Optional[Dict[str, Any]]:
         """Carry out one action; returns details worth recording (or None)."""
-        handler = getattr(self, f"_{action.action}")
-        return handler(action)
+        return action_class(planned.action)().apply(self, planned)
 
     def heal_all(self) -> List[str]:
         """Undo every active fault but kills and stops: links back to the topology's values,
         partitions healed, paused nodes resumed."""
         done = []
         if self.partitioned:
-            self._heal(None)
+            self.lab.heal()
+            self.partitioned = False
             done.append("partition healed")
-        links = {index for index, _ in list(self.overrides) + list(self.down)}
-        self.overrides.clear()
-        self.down.clear()
+        links = {index for index, _ in list(self.link_overrides) + list(self.links_down)}
+        self.link_overrides.clear()
+        self.links_down.clear()
         for index in sorted(links):
-            self._reshape(index)
+            self.reshape(index)
         if links:
             done.append(f"{len(links)} link(s) restored")
         for node in sorted(self.paused):
-            self._resume_node(node)
+            self.resume_node(node)
             done.append(f"{node} resumed")
         return done
 
-    # -- nodes ----------------------------------------------------------------------------------
+    # -- what actions share ------------------------------------------------------------------------
 
-    def _kill(self, action: Action) -> None:
-        node = action.node
-        topo_node = self.lab.topo.nodes[node]
-        started = self.lab.started[node]
-        if topo_node.runtime == "docker":
-            runtime = self.lab.runtimes["docker"]
-            try:
-                runtime.docker.api.kill(started.container_id, signal="SIGKILL")
-            except Exception as exc:
-                raise TestbedError(f"kill {node}: {exc}") from None
-        else:
-            for pid in (self.lab.agent_pid(node), started.process_pid):
-                if pid:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-        # The namespace outlives the processes (the testbed's shell and capture are in it); take
-        # its interfaces down so that a dead node neither answers nor sends anything.
-        interfaces = [e.interface for e in self.lab.topo.interfaces(node)]
-        if interfaces:
-            self.lab.exec(node, "; ".join(f"ip link set dev {i} down" for i in interfaces))
-        self.killed.add(node)
+    def resume_node(self, node: str) -> None:
+        self.lab.resume_node(node)
         self.paused.discard(node)
 
-    def _stop(self, action: Action) -> Dict[str, Any]:
-        exited = self.lab.stop_agents([action.node])
-        return {"exited_in_time": exited.get(action.node, False)}
-
-    def _start(self, action: Action) -> None:
-        if action.node in self.killed:
-            raise TestbedError(f"start {action.node}: the node was killed")
-        if self.lab.agent_pid(action.node):
-            return
-        self.lab.start_agent(action.node)
-
-    def _pause(self, action: Action) -> None:
-        node = action.node
-        if node in self.paused or node in self.killed:
-            return
-        if self.lab.topo.nodes[node].runtime == "docker":
-            self.lab.runtimes["docker"].docker.api.pause(self.lab.started[node].container_id)
-        else:
-            self._signal_process(node, signal.SIGSTOP)
-        self.paused.add(node)
-
-    def _resume(self, action: Action) -> None:
-        if action.node in self.paused:
-            self._resume_node(action.node)
-
-    def _resume_node(self, node: str) -> None:
-        if self.lab.topo.nodes[node].runtime == "docker":
-            self.lab.runtimes["docker"].docker.api.unpause(self.lab.started[node].container_id)
-        else:
-            self._signal_process(node, signal.SIGCONT)
-        self.paused.discard(node)
-
-    def _signal_process(self, node: str, signum: int) -> None:
-        for pid in {self.lab.agent_pid(node), self.lab.started[node].process_pid} - {None}:
-            try:
-                os.kill(pid, signum)
-            except ProcessLookupError:
-                pass
-
-    def _exec(self, action: Action) -> Dict[str, Any]:
-        node = self.lab.topo.nodes[action.node]
-        state = self.lab.state()["nodes"][action.node]
-        argv = self.lab.runtimes[node.runtime].exec_args(state, ["sh", "-c", action.command], interactive=False)
-        try:
-            res = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-        except subprocess.TimeoutExpired:
-            return {"exit_code": None, "output": "timed out after 30 s"}
-        return {"exit_code": res.returncode, "output": (res.stdout + res.stderr)[-2000:]}
-
-    # -- links ----------------------------------------------------------------------------------
-
-    def _sides(self, action: Action) -> Tuple[int, List[int]]:
-        a, b = action.link
+    def sides(self, planned: Planned) -> Tuple[int, List[int]]:
+        """The planned link's index and the sides (0: a→b of the topology's link, 1: b→a) it acts on."""
+        a, b = planned.link
         index = self.lab.link_index(a, b)
         link = self.lab.topo.links[index]
         forward = 0 if link.a.node == a else 1  # side whose egress carries a → b
-        if action.direction == "a_to_b":
+        if planned.direction == "a_to_b":
             return index, [forward]
-        if action.direction == "b_to_a":
+        if planned.direction == "b_to_a":
             return index, [1 - forward]
         return index, [0, 1]
 
-    def _link_down(self, action: Action) -> None:
-        index, sides = self._sides(action)
-        self.down.update((index, side) for side in sides)
-        self._reshape(index)
-
-    def _link_up(self, action: Action) -> None:
-        index, sides = self._sides(action)
-        self.down.difference_update((index, side) for side in sides)
-        self._reshape(index)
-
-    def _set_link(self, action: Action) -> None:
-        index, sides = self._sides(action)
-        for side in sides:
-            if action.impairments.get("restore"):
-                self.overrides.pop((index, side), None)
-            else:
-                self.overrides.setdefault((index, side), {}).update(action.impairments)
-        self._reshape(index)
-
     def effective(self, index: int, side: int) -> LinkProps:
+        """One direction's shaping: the topology's values, the active set_link overrides, down."""
         link = self.lab.topo.links[index]
         base = link.forward if side == 0 else link.backward
-        props = apply_impairments(base, self.overrides.get((index, side), {}))
-        if (index, side) in self.down:
+        props = apply_impairments(base, self.link_overrides.get((index, side), {}))
+        if (index, side) in self.links_down:
             props = props.merged(loss=1.0)
         return props
 
-    def _reshape(self, index: int) -> None:
+    def reshape(self, index: int) -> None:
         self.lab.set_link(index, self.effective(index, 0), self.effective(index, 1))
 
-    # -- partitions -----------------------------------------------------------------------------
 
-    def _partition(self, action: Action) -> Dict[str, Any]:
-        """In the lab's bridge table, on the way to each node: drop IPv4 and ARP from nodes of
-        other groups. Dropped there, nothing crosses the partition onto a receiver's wire."""
-        addresses: Dict[str, List[str]] = {
-            name: [str(e.address.ip) for e in self.lab.topo.interfaces(name) if e.address] for name in self.lab.topo.nodes
-        }
-        table = self.lab.names.nft_table
-        lines = [f"flush chain bridge {table} partition"]
-        for group in action.groups:
-            others = [a for g in action.groups if g is not group for n in g for a in addresses[n]]
-            if not others:
-                continue
-            elements = ", ".join(others)
-            for node in group:
-                for end in self.lab.topo.interfaces(node):
-                    port = self.lab.receiver_ports.get((node, end.interface))
-                    if port is None:
-                        continue
-                    lines.append(f'add rule bridge {table} partition oifname "{port}" ip saddr {{ {elements} }} drop')
-                    lines.append(f'add rule bridge {table} partition oifname "{port}" arp saddr ip {{ {elements} }} drop')
-        nft_in_root("\n".join(lines) + "\n")
-        self.partitioned = True
-        return {"groups": action.groups}
+class DryLab:
+    """The lab interface the nemesis uses, recording every call and doing nothing.
 
-    def _heal(self, action: Optional[Action]) -> None:
-        nft_in_root(f"flush chain bridge {self.lab.names.nft_table} partition\n")
-        self.partitioned = False
+    `calls` lists (method, arguments) in order. Agents are taken to run on every node that has
+    one, until stopped or killed."""
+
+    def __init__(self, topo: Topology) -> None:
+        self.topo = topo
+        self.calls: List[Tuple[str, tuple]] = []
+        self._agent_running = {name: True for name in topo.nodes}
+
+    def _record(self, method: str, *args: Any) -> None:
+        self.calls.append((method, args))
+
+    def link_index(self, a: str, b: str) -> int:
+        for index, link in enumerate(self.topo.links):
+            if {link.a.node, link.b.node} == {a, b}:
+                return index
+        raise TestbedError(f"no link between {a!r} and {b!r}")
+
+    def set_link(self, index: int, forward: LinkProps, backward: Optional[LinkProps] = None) -> None:
+        self._record("set_link", index, forward, backward)
+
+    def partition(self, groups: List[List[str]]) -> None:
+        self._record("partition", groups)
+
+    def heal(self) -> None:
+        self._record("heal")
+
+    def kill_node(self, node: str) -> None:
+        self._agent_running[node] = False
+        self._record("kill_node", node)
+
+    def pause_node(self, node: str) -> None:
+        self._record("pause_node", node)
+
+    def resume_node(self, node: str) -> None:
+        self._record("resume_node", node)
+
+    def stop_agents(self, nodes=None, timeout_s: float = 3.0) -> Dict[str, bool]:
+        nodes = list(nodes) if nodes is not None else list(self.topo.nodes)
+        for node in nodes:
+            self._agent_running[node] = False
+        self._record("stop_agents", nodes)
+        return {node: True for node in nodes}
+
+    def start_agent(self, node: str) -> None:
+        self._agent_running[node] = True
+        self._record("start_agent", node)
+
+    def agent_pid(self, node: str) -> Optional[int]:
+        return 1 if self._agent_running.get(node) else None
+
+    def exec_in_node(self, node: str, command: str, timeout: float = 30) -> Tuple[Optional[int], str]:
+        self._record("exec_in_node", node, command)
+        return 0, ""
+
+
+def rehearse(schedule: List[Planned], topology: Topology) -> None:
+    """Play a schedule on a DryLab; the first action that cannot work where it stands raises
+    (ImpairmentError for a shaping that cannot be, TestbedError otherwise), with the planned
+    action as the exception's `planned` attribute."""
+    nemesis = Nemesis(DryLab(topology))
+    for planned in schedule:
+        try:
+            nemesis.apply(planned)
+        except Exception as exc:
+            exc.planned = planned
+            raise

@@ -17,6 +17,7 @@ import tarfile
 import tempfile
 from typing import Callable, Optional, Tuple
 
+from . import dockerd
 from .errors import TestbedError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,19 +33,14 @@ Say = Callable[[str], None]
 
 
 def _client(timeout: int = 600):
-    from .runtimes.docker import client
-
-    c = client()
+    c = dockerd.client()
     c.api.timeout = timeout
     return c
 
 
 def base_source(docker_client) -> Optional[str]:
-    import docker.errors
-
-    try:
-        image = docker_client.images.get(BASE_IMAGE)
-    except docker.errors.ImageNotFound:
+    image = dockerd.image(docker_client, BASE_IMAGE)
+    if image is None:
         return None
     return (image.labels or {}).get(LABEL_SOURCE, "unknown")
 
@@ -125,8 +121,6 @@ def _build_from_files(docker_client, files: dict, tag: str, labels: dict, builda
 
 def ensure_agent(docker_client, say: Say, force: bool = False) -> Tuple[str, bool]:
     """Build AGENT_IMAGE if its context or base changed; return (image id, built now?)."""
-    import docker.errors
-
     base = docker_client.images.get(BASE_IMAGE)
     files = _context_files()
     digest = hashlib.sha256(base.id.encode())
@@ -134,12 +128,9 @@ def ensure_agent(docker_client, say: Say, force: bool = False) -> Tuple[str, boo
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
     context = digest.hexdigest()[:32]
     if not force:
-        try:
-            image = docker_client.images.get(AGENT_IMAGE)
-            if (image.labels or {}).get(LABEL_CONTEXT) == context:
-                return image.id, False
-        except docker.errors.ImageNotFound:
-            pass
+        image = dockerd.image(docker_client, AGENT_IMAGE)
+        if image is not None and (image.labels or {}).get(LABEL_CONTEXT) == context:
+            return image.id, False
     say(f"building {AGENT_IMAGE}")
     _build_from_files(docker_client, files, AGENT_IMAGE, {LABEL_CONTEXT: context}, {"BASE": BASE_IMAGE})
     return docker_client.images.get(AGENT_IMAGE).id, True
@@ -147,16 +138,11 @@ def ensure_agent(docker_client, say: Say, force: bool = False) -> Tuple[str, boo
 
 def ensure_static_probe(docker_client, say: Say) -> str:
     """An image that holds one static binary and nothing else (for tests and demonstrations)."""
-    import docker.errors
-
     source = os.path.join(ROOT, "images", "static-probe", "ifprobe.c")
     digest = hashlib.sha256(open(source, "rb").read()).hexdigest()[:32]
-    try:
-        image = docker_client.images.get(STATIC_PROBE_IMAGE)
-        if (image.labels or {}).get(LABEL_CONTEXT) == digest:
-            return image.id
-    except docker.errors.ImageNotFound:
-        pass
+    image = dockerd.image(docker_client, STATIC_PROBE_IMAGE)
+    if image is not None and (image.labels or {}).get(LABEL_CONTEXT) == digest:
+        return image.id
     say(f"building {STATIC_PROBE_IMAGE}")
     with tempfile.TemporaryDirectory() as tmp:
         binary = os.path.join(tmp, "ifprobe")
@@ -167,6 +153,33 @@ def ensure_static_probe(docker_client, say: Say) -> str:
                  "ifprobe": open(binary, "rb").read()}
         _build_from_files(docker_client, files, STATIC_PROBE_IMAGE, {LABEL_CONTEXT: digest})
     return docker_client.images.get(STATIC_PROBE_IMAGE).id
+
+
+def build_directory(directory: str, tag: str, say: Say, force: bool = False) -> Tuple[str, bool]:
+    """Build an image from a directory holding a Dockerfile (the legacy builder, which works where
+    BuildKit is missing), FROM the testbed's base when the Dockerfile takes a BASE argument;
+    skipped when neither the directory nor the base changed. (image id, built now?)"""
+    if not os.path.isfile(os.path.join(directory, "Dockerfile")):
+        raise TestbedError(f"{directory}: no Dockerfile there")
+    docker_client = _client()
+    ensure_base(docker_client, say)
+    files = {}
+    for dirpath, dirnames, filenames in os.walk(directory):
+        dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", ".git"))
+        for filename in sorted(filenames):
+            path = os.path.join(dirpath, filename)
+            with open(path, "rb") as handle:
+                files[os.path.relpath(path, directory)] = handle.read()
+    digest = hashlib.sha256(docker_client.images.get(BASE_IMAGE).id.encode())
+    for name, data in sorted(files.items()):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    context = digest.hexdigest()[:32]
+    image = dockerd.image(docker_client, tag)
+    if not force and image is not None and (image.labels or {}).get(LABEL_CONTEXT) == context:
+        return image.id, False
+    say(f"building {tag} from {directory}")
+    _build_from_files(docker_client, files, tag, {LABEL_CONTEXT: context}, {"BASE": BASE_IMAGE})
+    return docker_client.images.get(tag).id, True
 
 
 def build_all(say: Say, force: bool = False) -> dict:

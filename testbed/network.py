@@ -1,16 +1,22 @@
-"""A `Topology` realised on Mininet: nodes, switches, links, addresses, routes and shaping.
+"""A `Topology` realised on Mininet: nodes (through their runtimes), media, addresses, routes.
 
 `Lab.check()` finds every reason the lab cannot run here before anything is created; `start()`
-builds it; `stop()` removes all of it, whatever state a failed start left. Names of everything
-created on the machine derive from the lab name (see `runtimes.base.LabNames`), so that
-`testbed clean` finds what a killed run left behind and nothing else.
+builds it; `stop()` removes all of it, whatever state a failed start left. The lab orchestrates:
+node runtimes (testbed.runtimes) start the nodes' software, media (testbed.media: switches,
+cables) join them, and the lab knows the details of neither. Names of everything created on the
+machine derive from the lab name (testbed.names), so that `testbed clean` finds what a killed
+run left behind and nothing else.
+
+While a lab runs, its methods are what the nemesis (testbed.faults), the Python API and the
+command line act through: `exec` in a node, `set_link`, `kill_node`, `pause_node`,
+`resume_node`, `stop_agents`, `start_agent`, `partition`, `heal`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import itertools
+import json
 import os
 import shutil
 import signal
@@ -19,37 +25,20 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
-from mininet.link import Link as MininetLink
-
-from . import ENV_LAB, cleanup
-from .agent_config import LOG_NAME, has_agent, node_ids, write_configs
+from . import cleanup
+from .agent_config import LOG_NAME, has_agent, node_env, node_ids, write_configs
 from .capabilities import Capabilities, detect
 from .errors import CapabilityError, TestbedError
+from .media import medium_classes
+from .media.base import Build, Medium
 from .model import LinkProps, Node, Topology
+from .names import ENV_LAB, lab_names, workdir as default_workdir
+from .partition import heal_script, partition_script
 from .runtimes import runtime_class
-from .runtimes.base import LabNames, Runtime, Started
-from .shaping import Direction, Port, Shaper, check_topology, choose, emulated_part
+from .runtimes.base import Runtime, Started
+from .shaping import Shaper, choose, nft_in_root
 
 Progress = Callable[[str], None]
-
-
-class _PrebuiltLink(MininetLink):
-    """A Mininet link whose veth pair the lab has already created, with all the others."""
-
-    @classmethod
-    def makeIntfPair(cls, *args, **kwargs) -> None:  # noqa: N802 (Mininet's name)
-        return None
-
-
-def lab_names(lab: str) -> LabNames:
-    digest = hashlib.sha1(lab.encode()).digest()
-    alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
-    value = int.from_bytes(digest[:8], "big")
-    lab_id = ""
-    for _ in range(4):
-        value, rem = divmod(value, 36)
-        lab_id += alphabet[rem]
-    return LabNames(lab=lab, lab_id=lab_id)
 
 
 class Lab:
@@ -61,7 +50,7 @@ class Lab:
         self.topo = topo
         self.names = lab_names(lab or topo.name)
         # Each node's directory: its agent's config and event log (the container's /testbed).
-        self.workdir = os.path.abspath(workdir or os.path.join(cleanup.STATE_DIR, self.names.lab))
+        self.workdir = os.path.abspath(workdir or default_workdir(self.names.lab))
         self._own_workdir = workdir is None  # the default one is removed with the lab; a run's is kept
         self.node_dirs = {name: os.path.join(self.workdir, "nodes", name) for name in topo.nodes}
         self.seed = seed
@@ -71,23 +60,27 @@ class Lab:
         self.capabilities = capabilities or detect()
         self.shaper: Shaper = choose(self.capabilities)
         self.extra_accepted = frozenset(accept_unemulated)
-        self.unemulated: FrozenSet[str] = frozenset()
         self.progress = progress or (lambda message: None)
         self.runtimes: Dict[str, Runtime] = {}
+        self.media: Dict[str, Medium] = {name: cls(topo, self.names, self.shaper, self.capabilities)
+                                         for name, cls in medium_classes()}
         self.started: Dict[str, Started] = {}
         self.net = None
         self.hosts: Dict[str, object] = {}
         self.bridges: Dict[str, str] = {}  # switch name → bridge device
-        # (link index, 0 for a→b or 1 for b→a) → where that direction is shaped
-        self.directions: Dict[Tuple[int, int], Direction] = {}
-        # (node, interface) → the bridge port that transmits to that interface (partitions drop there)
-        self.receiver_ports: Dict[Tuple[str, str], str] = {}
-        self.link_props: Dict[Tuple[int, int], LinkProps] = {}
         self.timings: Dict[str, float] = {}
 
     @property
     def name(self) -> str:
         return self.names.lab
+
+    @property
+    def unemulated(self) -> FrozenSet[str]:
+        """The properties the lab runs without (accepted as not emulated on this machine)."""
+        return frozenset().union(*(m.unemulated for m in self.media.values()))
+
+    def runtime_of(self, node: str) -> Runtime:
+        return self.runtimes[self.topo.nodes[node].runtime]
 
     # -- before anything is created -------------------------------------------------------------
 
@@ -100,22 +93,18 @@ class Lab:
             raise CapabilityError(f"Mininet is missing: {caps.checks['mininet'].detail}")
         if not caps.has("linux bridge"):
             raise CapabilityError(caps.checks["linux bridge"].detail)
-        ovs = [name for name, sw in self.topo.switches.items() if sw.type == "ovs"]
-        if ovs and not caps.has("openvswitch"):
-            raise CapabilityError(f"{self.topo.source}: switch(es) {', '.join(ovs)} ask for Open vSwitch, which this "
-                                  f"machine cannot run ({caps.checks['openvswitch'].detail}); use type: bridge")
-        if len(self.topo.switches) > 999:
-            raise CapabilityError(f"{self.topo.source}: {len(self.topo.switches)} switches; at most 999 per lab")
-        self.unemulated = check_topology(self.topo, self.shaper, caps, self.extra_accepted)
+        for medium in self.media.values():
+            medium.check(self.extra_accepted)
+        for runtime_name, nodes in self._by_runtime().items():
+            runtime = runtime_class(runtime_name)(self.names)
+            runtime.check(nodes, caps)
+            self.runtimes[runtime_name] = runtime
+
+    def _by_runtime(self) -> Dict[str, List[Node]]:
         by_runtime: Dict[str, List[Node]] = {}
         for node in self.topo.nodes.values():
             by_runtime.setdefault(node.runtime, []).append(node)
-        if "docker" in by_runtime and not caps.has("docker"):
-            raise CapabilityError(f"{caps.checks['docker'].detail}")
-        for runtime_name, nodes in by_runtime.items():
-            runtime = runtime_class(runtime_name)(self.names)
-            runtime.check(nodes)
-            self.runtimes[runtime_name] = runtime
+        return by_runtime
 
     # -- build ------------------------------------------------------------------------------------
 
@@ -146,18 +135,18 @@ class Lab:
     def _start(self, before_launch: Optional[Callable[["Lab"], None]]) -> None:
         from mininet.log import setLogLevel
         from mininet.net import Mininet
-        from mininet.nodelib import LinuxBridge
-        from mininet.node import OVSSwitch
 
         setLogLevel("error")
         t = time.monotonic()
-        by_runtime: Dict[str, List[Node]] = {}
-        for node in self.topo.nodes.values():
-            by_runtime.setdefault(node.runtime, []).append(node)
-        write_configs(self.topo, self.node_dirs, self.seed, wait_for_start=self.hold_workload)
+        by_runtime = self._by_runtime()
+        ids = node_ids(self.topo)
+        inside = {name: self.runtime_of(name).node_dir_inside(self.node_dirs[name]) for name in self.topo.nodes}
+        envs = {name: {**node_env(name, ids[name], inside[name]), **node.env} for name, node in self.topo.nodes.items()}
+        write_configs(self.topo, self.node_dirs, self.seed, lambda node: inside[node.name],
+                      wait_for_start=self.hold_workload)
         for runtime_name, nodes in by_runtime.items():
             self.progress(f"starting {len(nodes)} {runtime_name} node(s)")
-            self.started.update(self.runtimes[runtime_name].create(nodes, self.node_dirs))
+            self.started.update(self.runtimes[runtime_name].create(nodes, self.node_dirs, envs))
         t = self._timed("create_nodes", t)
 
         self.progress("building the network")
@@ -165,71 +154,16 @@ class Lab:
         net = Mininet(topo=None, build=False, controller=None, autoSetMacs=False, waitConnected=False)
         self.net = net
         for name, node in self.topo.nodes.items():
-            params = self.runtimes[node.runtime].host_params(node, self.started.get(name))
+            params = self.runtime_of(name).host_params(node, self.started.get(name))
             cls = params.pop("cls")
             self.hosts[name] = net.addHost(name, cls=cls, ip=None, **params)
-        for index, (name, switch) in enumerate(self.topo.switches.items(), start=1):
-            device = self.names.bridge(index)
-            self.bridges[name] = device
-            if switch.type == "ovs":
-                net.addSwitch(device, cls=OVSSwitch, failMode="standalone", stp=switch.stp)
-            else:
-                net.addSwitch(device, cls=LinuxBridge, stp=switch.stp)
-        # Every cable passes through a bridge port in the machine's namespace, where loss and
-        # partitions are applied (see shaping): a node-to-node cable gets an internal two-port
-        # bridge. Every veth pair is created in one `ip -batch`, each end directly in its
-        # namespace; Mininet then only records the interfaces (see _PrebuiltLink).
-        port_count: Dict[str, int] = {}
-        batch: List[str] = []
-
-        def new_port(bridge: str) -> str:
-            port_count[bridge] = port_count.get(bridge, 0) + 1
-            return f"{bridge}p{port_count[bridge]}"
-
-        def end_of(name: str, interface: Optional[str]) -> Tuple[str, Optional[int], object]:
-            if name in self.bridges:
-                return new_port(self.bridges[name]), None, net.get(self.bridges[name])
-            return interface, self.hosts[name].pid, self.hosts[name]
-
-        def veth(one: Tuple[str, Optional[int], object], two: Tuple[str, Optional[int], object]) -> None:
-            specs = [f"name {dev}" + (f" netns {pid}" if pid else "") for dev, pid, _ in (one, two)]
-            batch.append(f"link add {specs[0]} type veth peer {specs[1]}")
-            batch.extend(f"link set dev {dev} up" for dev, pid, _ in (one, two) if pid is None)
-            net.addLink(one[2], two[2], cls=_PrebuiltLink, intfName1=one[0], intfName2=two[0],
-                        params1={"up": None}, params2={"up": None})
-
-        for index, link in enumerate(self.topo.links):
-            a = end_of(link.a.node, link.a.interface)
-            b = end_of(link.b.node, link.b.interface)
-            if a[1] is not None and b[1] is not None:  # node to node: through an internal bridge
-                bridge = self.names.internal_bridge(index)
-                switch = net.addSwitch(bridge, cls=LinuxBridge)
-                a_port, b_port = (new_port(bridge), None, switch), (new_port(bridge), None, switch)
-                veth(a, a_port)
-                veth(b_port, b)
-                a_recv, b_recv = a_port[0], b_port[0]  # the bridge ports that transmit to a and to b
-            else:
-                veth(a, b)
-                a_recv = b[0] if b[1] is None else None
-                b_recv = a[0] if a[1] is None else None
-                a_port = b_port = None
-            for end, receiver in ((link.a, a_recv), (link.b, b_recv)):
-                if end.node in self.topo.nodes:
-                    self.receiver_ports[(end.node, end.interface)] = receiver
-            # a→b: frames are sent by a's end; they are matched where they enter a bridge port, or,
-            # when b's end is the node, where they leave the bridge towards it.
-            for side, (src, dst, src_bridge_port, dst_bridge_port) in enumerate(
-                    ((a, b, a_port, b_port), (b, a, b_port, a_port))):
-                if src_bridge_port is not None:
-                    match = f'iifname "{src_bridge_port[0]}"'
-                elif dst[1] is None:
-                    match = f'iifname "{dst[0]}"'
-                else:
-                    match = f'oifname "{src[0]}"'
-                self.directions[(index, side)] = Direction(
-                    egress=Port(device=src[0], netns_pid=src[1], table="testbed" if src[1] else self.names.nft_table),
-                    match=match, chain=f"d{index}_{side}")
-        res = subprocess.run(["ip", "-batch", "-"], input="\n".join(batch) + "\n", capture_output=True, text=True)
+        # The media describe their bridges and veth pairs; every veth pair is then created in
+        # one `ip -batch`, each end directly in its namespace, and Mininet only records them.
+        build = Build(net, self.hosts, self.names)
+        for medium in self.media.values():
+            medium.add(build)
+        self.bridges = dict(build.bridges)
+        res = subprocess.run(["ip", "-batch", "-"], input="\n".join(build.batch) + "\n", capture_output=True, text=True)
         if res.returncode != 0:
             raise TestbedError(f"creating the links failed: {res.stderr.strip()}")
         self.shaper.setup(self.names.nft_table)
@@ -241,16 +175,17 @@ class Lab:
         self.progress("configuring addresses, routes and shaping")
         self._configure_hosts()
         t = self._timed("configure", t)
-        for index, link in enumerate(self.topo.links):
-            self.set_link(index, link.forward, link.backward)
+        for medium in self.media.values():
+            medium.start()
         t = self._timed("shaping", t)
         if before_launch is not None:
             before_launch(self)
-        agents = sum(has_agent(self.topo, name) for name in self.topo.nodes)
+        with_agent = {name: has_agent(node) for name, node in self.topo.nodes.items()}
+        agents = sum(with_agent.values())
         if agents:
             self.progress(f"starting {agents} agent(s)")
         for runtime_name, nodes in by_runtime.items():
-            self.runtimes[runtime_name].launch(nodes, self.hosts, self.started, self.node_dirs)
+            self.runtimes[runtime_name].launch(nodes, self.hosts, self.started, self.node_dirs, with_agent, envs)
         self._timed("launch", t)
 
     def _configure_hosts(self) -> None:
@@ -276,50 +211,89 @@ class Lab:
         with ThreadPoolExecutor(max_workers=8) as pool:
             list(pool.map(configure, self.hosts))
 
-    # -- while running ----------------------------------------------------------------------------
+    # -- links ------------------------------------------------------------------------------------
 
     def link_index(self, a: str, b: str) -> int:
         """The index of the first link between a and b (in either order)."""
-        for index, link in enumerate(self.topo.links):
-            if {link.a.node, link.b.node} == {a, b}:
-                return index
-        raise TestbedError(f"no link between {a!r} and {b!r}")
+        return self.media["cables"].index(a, b)
 
     def set_link(self, index: int, forward: LinkProps, backward: Optional[LinkProps] = None) -> None:
         """Replace the shaping of link `index` (a→b `forward`, b→a `backward`, default the same)."""
-        backward = forward if backward is None else backward
-        for side, props in ((0, forward), (1, backward)):
-            missing = props.active() - self.shaper.emulates
-            if missing - self.topo.accept_unemulated - self.extra_accepted:
-                raise CapabilityError(f"cannot emulate {', '.join(sorted(missing))} on link "
-                                      f"{self.topo.links[index].name}: needs "
-                                      f"{self.capabilities.missing_feature(sorted(missing)[0])}")
-            self.unemulated = self.unemulated | missing
-            effective = emulated_part(props, self.shaper)
-            # Nothing was ever applied to a fresh link: skip the no-op instead of spawning tools.
-            if self.link_props.get((index, side), LinkProps()) != effective:
-                self.shaper.apply(self.directions[(index, side)], effective)
-            self.link_props[(index, side)] = effective
+        self.media["cables"].shape(index, forward, backward)
 
-    def exec(self, node: str, command: str, timeout: Optional[float] = 600) -> str:
+    def partition(self, groups: List[List[str]]) -> None:
+        """Nothing crosses between the groups (every node in one group) until `heal`."""
+        addresses = {name: [str(e.address.ip) for e in self.topo.interfaces(name) if e.address]
+                     for name in self.topo.nodes}
+        interfaces = {name: [e.interface for e in self.topo.interfaces(name)] for name in self.topo.nodes}
+        ports: Dict[Tuple[str, str], str] = {}
+        for medium in self.media.values():
+            ports.update(medium.receiver_ports())
+        nft_in_root(partition_script(self.names.nft_table, groups, addresses, ports, interfaces))
+
+    def heal(self) -> None:
+        nft_in_root(heal_script(self.names.nft_table))
+
+    # -- nodes ------------------------------------------------------------------------------------
+
+    def exec(self, node: str, command: str, timeout: Optional[float] = 600, check: bool = True) -> str:
         """Run a shell command in the node's network namespace with the machine's tools; return
-        its output (stdout and stderr). Not through Mininet's shell: that is a pty, which
+        its output (stdout and stderr). With `check`, a command that fails raises TestbedError
+        with its exit status and output. Not through Mininet's shell: that is a pty, which
         truncates lines over 4 KiB and serialises callers."""
-        res = subprocess.run(["nsenter", f"--net=/proc/{self.hosts[node].pid}/ns/net", "--", "sh", "-c", command],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        try:
+            res = subprocess.run(["nsenter", f"--net=/proc/{self.hosts[node].pid}/ns/net", "--", "sh", "-c", command],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TestbedError(f"node {node}: '{_short(command)}' did not finish within {timeout:g} s") from None
+        if check and res.returncode != 0:
+            raise TestbedError(f"node {node}: '{_short(command)}' failed (exit {res.returncode}): "
+                               f"{res.stdout.strip()[-500:] or 'no output'}")
         return res.stdout
+
+    def exec_in_node(self, node: str, command: str, timeout: float = 30) -> Tuple[Optional[int], str]:
+        """Run a shell command inside the node with the node's own tools (in the container, for
+        the docker runtime); (exit status, output), the status None when it timed out."""
+        started = self.started[node]
+        info = {**self.runtime_of(node).describe(self.topo.nodes[node], started), "netns_pid": started.netns_pid}
+        argv = self.runtime_of(node).exec_args(info, ["sh", "-c", command], interactive=False)
+        try:
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None, ""
+        return res.returncode, res.stdout + res.stderr
+
+    def kill_node(self, node: str) -> None:
+        """SIGKILL the node's software. Its namespace outlives it (the testbed's shell and capture
+        are in it): its interfaces are taken down so that a dead node neither answers nor sends."""
+        try:
+            self.runtime_of(node).kill(self.started[node])
+        except Exception as exc:
+            raise TestbedError(f"kill {node}: {exc}") from None
+        interfaces = [e.interface for e in self.topo.interfaces(node)]
+        if interfaces:
+            self.exec(node, " && ".join(f"ip link set dev {i} down" for i in interfaces))
+
+    def pause_node(self, node: str) -> None:
+        """Freeze everything the node runs (its network stays: frames to it queue and drop)."""
+        self.runtime_of(node).pause(self.started[node])
+
+    def resume_node(self, node: str) -> None:
+        self.runtime_of(node).resume(self.started[node])
 
     # -- agents -----------------------------------------------------------------------------------
 
     def agent_pid(self, node: str) -> Optional[int]:
         started = self.started.get(node)
-        if started is None or not has_agent(self.topo, node):
+        if started is None or not has_agent(self.topo.nodes[node]):
             return None
-        return self.runtimes[self.topo.nodes[node].runtime].agent_pid(started)
+        return self.runtime_of(node).agent_pid(started)
 
-    def wait_agents_ready(self, timeout_s: float = 60.0) -> List[str]:
-        """Wait until every agent has logged that it started; returns those that did not in time."""
-        waiting = [n for n in self.topo.nodes if has_agent(self.topo, n)]
+    def wait_agents_ready(self, timeout_s: float = 60.0) -> Dict[str, str]:
+        """Wait until every agent has logged that it started; returns those that did not, each
+        with why (an agent that failed to start is not waited for)."""
+        waiting = [n for n, node in self.topo.nodes.items() if has_agent(node)]
+        failed: Dict[str, str] = {}
         deadline = time.monotonic() + timeout_s
         while waiting and time.monotonic() < deadline:
             still = []
@@ -327,15 +301,20 @@ class Lab:
                 try:
                     with open(os.path.join(self.node_dirs[node], LOG_NAME)) as handle:
                         # a role may log its own state lines while it is set up, before this one
-                        ready = any('"state":"started"' in line for line in itertools.islice(handle, 50))
+                        head = list(itertools.islice(handle, 50))
                 except FileNotFoundError:
-                    ready = False
-                if not ready:
+                    head = []
+                if any('"state":"started"' in line for line in head):
+                    continue
+                failure = next((line for line in head if '"state":"failed"' in line), None)
+                if failure is not None:
+                    failed[node] = "failed: " + str(json.loads(failure).get("error"))
+                else:
                     still.append(node)
             waiting = still
             if waiting:
                 time.sleep(0.05)
-        return waiting
+        return {**failed, **{node: f"did not start within {timeout_s:g} s" for node in waiting}}
 
     def signal_agents(self, signum: int) -> List[str]:
         """Send a signal to every running agent; returns the nodes signalled."""
@@ -393,9 +372,8 @@ class Lab:
         """A fresh agent process for the node (its network and container stay as they are); its
         workload starts at once if the lab's workload has started."""
         self._all_agents_stopped = False
-        runtime = self.runtimes[self.topo.nodes[node].runtime]
-        runtime.start_agent(self.topo.nodes[node], self.started[node], self.node_dirs[node],
-                            start_now=self.workload_started or not self.hold_workload)
+        self.runtime_of(node).start_agent(self.topo.nodes[node], self.started[node], self.node_dirs[node],
+                                          start_now=self.workload_started or not self.hold_workload)
 
     def address(self, node: str) -> Optional[ipaddress.IPv4Interface]:
         return self.topo.address_of(node)
@@ -411,10 +389,8 @@ class Lab:
                 "role": node.role,
                 "dir": self.node_dirs[name],
                 "runtime": node.runtime,
-                "image": node.image if node.runtime == "docker" else None,
+                **self.runtime_of(name).describe(node, started),
                 "netns_pid": started.netns_pid if started else self.hosts[name].pid,
-                "container_name": started.container_name if started else None,
-                "process_pid": started.process_pid if started else None,
                 "interfaces": {e.interface: str(e.address) for e in self.topo.interfaces(name)},
             }
         return {
@@ -427,6 +403,13 @@ class Lab:
             "unemulated": sorted(self.unemulated),
             "timings": dict(self.timings),
         }
+
+    def versions(self) -> Dict[str, object]:
+        """What each runtime in use records of its software, for the run manifest."""
+        out: Dict[str, object] = {}
+        for runtime_name, nodes in self._by_runtime().items():
+            out.update(self.runtimes[runtime_name].versions(nodes))
+        return out
 
     # -- teardown ---------------------------------------------------------------------------------
 
@@ -458,6 +441,11 @@ class Lab:
         self.net = None
         self.hosts = {}
         t_nodes = time.monotonic()
+        for medium in self.media.values():
+            try:
+                medium.teardown()
+            except Exception as exc:
+                errors.append(f"{medium.name}: {exc}")
         try:
             cleanup.remove_lab_objects(self.names)
         except Exception as exc:
@@ -469,6 +457,10 @@ class Lab:
                             stop_nodes=round(t_nodes - t_shells, 3), stop_network=round(now - t_nodes, 3))
         if errors:
             raise TestbedError("teardown left errors (run 'testbed clean'):\n  " + "\n  ".join(errors))
+
+
+def _short(command: str, limit: int = 120) -> str:
+    return command if len(command) <= limit else command[:limit] + "..."
 
 
 def _running(pid: int) -> bool:
@@ -494,4 +486,3 @@ def ping_all(lab: Lab, nodes: Optional[List[str]] = None, timeout_s: float = 1.0
         for dst, _ in targets:
             results[(src, dst)] = f"ok:{dst}" in out
     return results
-

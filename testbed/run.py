@@ -4,19 +4,22 @@
     heal all → quiet period → stop agents → stop captures → collect → tear down
 
 runs/<run-id>/ holds manifest.json (the resolved topology and scenario, versions, seed, start
-time, node ids, the timeline as executed, capture statistics, status), pcap/<node>.pcap and
-logs/<node>.jsonl; nodes/<node>/ keeps each agent's configuration. However the run ends
-(success, error, Ctrl-C), the lab is torn down and the manifest says how it ended.
+time, node ids, the timeline as executed, capture statistics, status), timeline.jsonl,
+pcap/<node>.pcap and logs/<node>.jsonl; nodes/<node>/ keeps each node's configuration
+(testbed.rundir, docs/RUNDIR.md). However the run ends (success, error, Ctrl-C), the lab is torn
+down and the manifest says how it ended; if the run's own process is killed, `testbed clean`
+finishes the directory (status `aborted`).
+
+An action that fails at run time (a node that cannot be paused, a command that fails in it) is
+recorded in the timeline with its error, and the run goes on: the rest of the schedule still
+happens, and the analysis sees which faults were injected.
 """
 
 from __future__ import annotations
 
 import datetime
-import hashlib
-import json
 import os
 import platform
-import shutil
 import signal
 import sys
 import threading
@@ -24,13 +27,15 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from . import __version__
-from .agent_config import LOG_NAME, node_ids
-from .errors import TestbedError, UsageError
+from .actions import action_class
+from .agent_config import node_ids
+from .errors import CapabilityError, TestbedError, UsageError
 from .faults import Nemesis
+from .names import run_lab_name
 from .network import Lab
+from .rundir import (MANIFEST_VERSION, TimelineLog, collect_logs, forget_running, record_running,
+                     write_manifest)
 from .scenario import Scenario
-
-MANIFEST_VERSION = 1
 
 
 class Progress:
@@ -92,16 +97,19 @@ def _versions(lab: Lab) -> Dict[str, Any]:
         versions["scapy"] = scapy.__version__
     except Exception:
         pass
-    docker_rt = lab.runtimes.get("docker")
-    if docker_rt is not None:
-        try:
-            versions["docker_engine"] = docker_rt.docker.version().get("Version")
-            versions["images"] = {image: docker_rt.docker.images.get(image).id
-                                  for image in sorted({n.image for n in lab.topo.nodes.values()
-                                                       if n.runtime == "docker"})}
-        except Exception:
-            pass
+    try:
+        versions.update(lab.versions())
+    except Exception:
+        pass
     return versions
+
+
+def promises(scenario: Scenario) -> List[str]:
+    """What the protocols of the run's roles promise that the checks should hold them to (the
+    roles declare it: agents/roles), e.g. "contiguous-order"."""
+    from agents.roles import role_promises
+
+    return sorted({p for node in scenario.topology.nodes.values() for p in role_promises(node.role)})
 
 
 class Run:
@@ -112,7 +120,7 @@ class Run:
         self.dir = os.path.abspath(out_dir or os.path.join(runs_root, self.run_id))
         self.accept_unemulated = accept_unemulated
         self.progress = Progress(progress)
-        lab_name = "run-" + hashlib.sha1(self.dir.encode()).hexdigest()[:8]
+        lab_name = run_lab_name(self.dir)
         self.lab = Lab(scenario.topology, lab_name, accept_unemulated=accept_unemulated, workdir=self.dir,
                        seed=scenario.seed, progress=lambda m: self.progress.set(m), hold_workload=True)
         self.captures = None
@@ -120,6 +128,7 @@ class Run:
         self.executed: List[Dict[str, Any]] = []
         self.manifest: Dict[str, Any] = {}
         self.t0_ns: Optional[int] = None
+        self.timeline_log: Optional[TimelineLog] = None
 
     # -- the whole run -----------------------------------------------------------------------------
 
@@ -134,6 +143,21 @@ class Run:
             if missing:
                 raise TestbedError(f"packet capture is not possible here: {missing}")
         self.lab.check()
+        self._check_schedule()
+
+    def _check_schedule(self) -> None:
+        """The link properties the timeline asks for must be emulated here (or accepted)."""
+        cables = self.lab.media["cables"]
+        for planned in self.scenario.schedule:
+            refused = cables.missing_properties(action_class(planned.action)().requires(planned))
+            if refused:
+                first = sorted(refused)[0]
+                raise CapabilityError(
+                    f"{self.scenario.source}: {planned.source} ({planned.action} at {planned.at_ms / 1000:g}s) asks "
+                    f"for {', '.join(sorted(refused))}, which this machine cannot emulate: needs "
+                    f"{self.lab.capabilities.missing_feature(first)}. Accept it as not emulated with "
+                    f"'accept_unemulated: [{', '.join(sorted(refused))}]' in the topology or --accept-unemulated "
+                    f"{','.join(sorted(refused))}.")
 
     def execute(self) -> Dict[str, Any]:
         self.check()
@@ -147,9 +171,11 @@ class Run:
             "topology": self.scenario.topology.to_dict(), "node_ids": node_ids(self.scenario.topology),
             "addresses": {n: {e.interface: str(e.address) for e in self.scenario.topology.interfaces(n)}
                           for n in self.scenario.topology.nodes},
-            "command": sys.argv,
+            "command": sys.argv, "promises": promises(self.scenario),
         }
         self._write_manifest()
+        record_running(self.lab.name, self.dir)
+        self.timeline_log = TimelineLog(self.dir)
         previous = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops a run like Ctrl-C
         status, error = "completed", None
@@ -169,6 +195,7 @@ class Run:
             try:
                 self._finish(status, error)
             finally:
+                forget_running(self.lab.name)
                 signal.signal(signal.SIGINT, old_int)
                 signal.signal(signal.SIGTERM, previous)
         return self.manifest
@@ -179,12 +206,14 @@ class Run:
         self.manifest["versions"] = _versions(self.lab)
         self.manifest["capabilities"] = {"shaping": self.lab.shaper.name, "unemulated": sorted(self.lab.unemulated)}
         self.manifest["build_seconds"] = dict(self.lab.timings)
+        self._write_manifest()
         self.nemesis = Nemesis(self.lab)
         self.progress.set("warm-up")
         warmup_end = time.monotonic() + scenario.warmup_ms / 1000
         late = self.lab.wait_agents_ready()
         if late:
-            raise TestbedError(f"agents did not start within 60 s: {', '.join(late[:5])} "
+            shown = "; ".join(f"{node} {why}" for node, why in list(late.items())[:5])
+            raise TestbedError(f"agents did not start: {shown}{' ...' if len(late) > 5 else ''} "
                                f"(see their logs in {self.dir}/nodes/)")
         time.sleep(max(0.0, warmup_end - time.monotonic()))
         # The workload starts for every agent at once: the scenario clock's zero.
@@ -192,6 +221,7 @@ class Run:
         t0 = time.monotonic()
         self.lab.start_workload()
         self.manifest["t0_ns"] = self.t0_ns
+        self._write_manifest()  # a run killed from here on still has its time zero
         total = len(scenario.schedule)
 
         def clock() -> str:
@@ -210,10 +240,14 @@ class Run:
         self.manifest["workload_end_ns"] = time.time_ns()
         self.lab.signal_agents(signal.SIGUSR1)
         self.progress.set("heal all, quiet period")
-        healed = self.nemesis.heal_all()
-        self.executed.append({"action": "heal_all", "planned_s": scenario.duration_ms / 1000,
-                              "t_s": round(time.monotonic() - t0, 3), "t_ns": time.time_ns(), "ok": True,
-                              "details": healed, "from": "end of scenario"})
+        record: Dict[str, Any] = {"action": "heal_all", "planned_s": scenario.duration_ms / 1000,
+                                  "t_s": round(time.monotonic() - t0, 3), "t_ns": time.time_ns()}
+        try:
+            record.update(ok=True, details=self.nemesis.heal_all())
+        except Exception as exc:
+            record.update(ok=False, error=_error_text(exc))
+        record["from"] = "end of scenario"
+        self._record(record)
         time.sleep(scenario.quiet_ms / 1000)
 
     def _start_captures(self, lab: Lab) -> None:
@@ -240,11 +274,16 @@ class Run:
             record["ok"] = True
             if details:
                 record["details"] = details
-        except TestbedError as exc:
+        except Exception as exc:  # recorded, and the run goes on: the rest of the schedule still happens
             record["ok"] = False
-            record["error"] = str(exc)
+            record["error"] = _error_text(exc)
         record["done_ns"] = time.time_ns()  # e.g. a stopped agent may take a while to exit
+        self._record(record)
+
+    def _record(self, record: Dict[str, Any]) -> None:
         self.executed.append(record)
+        if self.timeline_log is not None:
+            self.timeline_log.append(record)
 
     def _finish(self, status: str, error: Optional[str]) -> None:
         self.progress.set("stopping agents and captures")
@@ -264,7 +303,9 @@ class Run:
                 self.manifest["capture"] = self.captures.statistics()
             except Exception as exc:
                 problems.append(f"captures: {exc}")
-        self._collect_logs()
+        self.manifest["log_events"] = collect_logs(self.dir, self.lab.node_dirs)
+        if self.timeline_log is not None:
+            self.timeline_log.close()
         self.progress.set("tearing down")
         try:
             self.lab.stop()
@@ -280,22 +321,10 @@ class Run:
         self.manifest["teardown_seconds"] = self.lab.timings.get("stop")
         self._write_manifest()
 
-    def _collect_logs(self) -> None:
-        logs = os.path.join(self.dir, "logs")
-        os.makedirs(logs, exist_ok=True)
-        counts = {}
-        for name, node_dir in self.lab.node_dirs.items():
-            source = os.path.join(node_dir, LOG_NAME)
-            if os.path.exists(source):
-                target = os.path.join(logs, f"{name}.jsonl")
-                shutil.move(source, target)
-                with open(target, "rb") as handle:
-                    counts[name] = sum(1 for _ in handle)
-        self.manifest["log_events"] = counts
-
     def _write_manifest(self) -> None:
-        path = os.path.join(self.dir, "manifest.json")
-        tmp = path + ".tmp"
-        with open(tmp, "w") as handle:
-            json.dump(self.manifest, handle, indent=2, default=str)
-        os.replace(tmp, path)
+        write_manifest(self.dir, self.manifest)
+
+
+def _error_text(exc: Exception) -> str:
+    """An error as the manifest records it: a testbed error's message, else its type and message."""
+    return str(exc) if isinstance(exc, TestbedError) else f"{type(exc).__name__}: {exc}"

@@ -16,9 +16,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from .actions import action_class, action_names
+from .actions.base import COMMON_FIELDS, DIRECTIONS, TARGET_FIELDS, Planned, node_ref
 from .errors import ValidationError
 from .model import Topology
-from .topology import IMPAIRMENT_KEYS, NAME_ALLOWED, NAME_RE, _props, _Reader, parse_topology
+from .topology import NAME_ALLOWED, NAME_RE, ImpairmentError, _Reader, parse_topology
 from .units import TIME_ALLOWED, parse_time_ms
 from .yamlio import Located, Path, load_file, load_text
 
@@ -27,53 +29,7 @@ TOP_KEYS = ("name", "description", "topology", "seed", "duration", "warmup", "qu
 WORKLOAD_KEYS = ("defaults", "kinds", "nodes")
 WORKLOAD_NODE_KEYS = ("role", "params")
 CAPTURE_KEYS = ("enabled", "snaplen", "buffer_mib")
-ACTIONS = ("kill", "stop", "start", "pause", "resume", "link_down", "link_up", "set_link", "partition", "heal",
-           "exec")
-NODE_ACTIONS = ("kill", "stop", "start", "pause", "resume", "exec")
-LINK_ACTIONS = ("link_down", "link_up", "set_link")
-#: what undoes an action when it is given `for: DURATION`
-INVERSE = {"stop": "start", "pause": "resume", "link_down": "link_up", "set_link": "set_link", "partition": "heal"}
-ACTION_KEYS = {
-    "common": ("at", "every", "start", "until", "action", "for"),
-    "node": ("node", "nodes", "pick"),
-    "link": ("link", "direction"),
-    "exec": ("command",),
-    "partition": ("groups",),
-}
-DIRECTIONS = ("both", "a_to_b", "b_to_a")
 MIN_QUIET_MS = 1500  # captures deliver buffered packets within a second; keep the tail
-
-
-@dataclass
-class Action:
-    """One executed-or-planned fault, at a time relative to the end of the warm-up."""
-
-    at_ms: float
-    action: str
-    node: Optional[str] = None
-    link: Optional[Tuple[str, str]] = None
-    direction: str = "both"
-    impairments: Dict[str, Any] = field(default_factory=dict)
-    groups: Optional[List[List[str]]] = None
-    command: Optional[str] = None
-    source: str = ""  # which timeline entry produced it, e.g. "timeline[2]"
-
-    def describe(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"at_s": round(self.at_ms / 1000, 3), "action": self.action}
-        if self.node:
-            out["node"] = self.node
-        if self.link:
-            out["link"] = list(self.link)
-            if self.direction != "both":
-                out["direction"] = self.direction
-        if self.impairments:
-            out["impairments"] = dict(self.impairments)
-        if self.groups is not None:
-            out["groups"] = self.groups
-        if self.command is not None:
-            out["command"] = self.command
-        out["from"] = self.source
-        return out
 
 
 @dataclass
@@ -87,7 +43,7 @@ class Scenario:
     warmup_ms: float
     quiet_ms: float
     capture: Dict[str, Any]
-    schedule: List[Action]
+    schedule: List[Planned]
     description: str = ""
     raw: Dict[str, Any] = field(default_factory=dict)
 
@@ -222,7 +178,7 @@ def _apply_workload(r: _Reader, topology: Topology, workload: Dict[str, Any]) ->
                          ", ".join(sorted(topo_kinds)) or "the topology's nodes have no kinds")
     for name, fields in nodes.items():
         r.mapping(fields, ("workload", "nodes", name), WORKLOAD_NODE_KEYS)
-        _node_ref(r, name, ("workload", "nodes", name), topology)
+        node_ref(r, name, ("workload", "nodes", name), topology)
     layers = [(defaults, ("workload", "defaults"))]
     for name, node in topology.nodes.items():
         node_layers = list(layers)
@@ -265,13 +221,6 @@ def _check_role_params(r: _Reader, topology: Topology) -> None:
                                  "names of nodes of the topology")
 
 
-def _node_ref(r: _Reader, value: Any, path: Path, topology: Topology) -> str:
-    if not isinstance(value, str) or value not in topology.nodes:
-        shown = ", ".join(list(topology.nodes)[:12]) + (", ..." if len(topology.nodes) > 12 else "")
-        raise r.fail(path, f"unknown node {value!r}", shown)
-    return value
-
-
 def _link_ref(r: _Reader, value: Any, path: Path, topology: Topology) -> Tuple[str, str]:
     if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) for v in value):
         raise r.fail(path, "expected the two ends of a link", "[NODE_OR_SWITCH, NODE_OR_SWITCH]")
@@ -284,139 +233,122 @@ def _link_ref(r: _Reader, value: Any, path: Path, topology: Topology) -> Tuple[s
 
 
 def _expand_timeline(r: _Reader, timeline: List[Any], topology: Topology, duration: float,
-                     seed: int) -> List[Action]:
+                     seed: int) -> List[Planned]:
+    """Every timeline entry as planned actions, at fixed times; random choices (`pick`) are drawn
+    from the seed. The schedule is then rehearsed (faults.rehearse), so that an action that
+    cannot work where it stands in it is refused here, with its line."""
+    from .faults import rehearse
+
     rng = random.Random(f"timeline:{seed}")
-    actions: List[Action] = []
+    actions: List[Planned] = []
+    names = action_names()
     for index, raw in enumerate(timeline):
         path: Path = ("timeline", index)
         entry = r.mapping(raw, path)
         kind = entry.get("action")
-        if kind not in ACTIONS:
+        if kind not in names:
             raise r.fail(path + ("action",), f"unknown action {kind!r}" if kind is not None else "missing field 'action'",
-                         ", ".join(ACTIONS))
-        allowed = list(ACTION_KEYS["common"])
-        if kind in NODE_ACTIONS:
-            allowed += ACTION_KEYS["node"]
-        if kind in LINK_ACTIONS:
-            allowed += ACTION_KEYS["link"]
-        if kind == "set_link":
-            allowed += list(IMPAIRMENT_KEYS)
-        if kind == "exec":
-            allowed += ACTION_KEYS["exec"]
-        if kind == "partition":
-            allowed += ACTION_KEYS["partition"]
+                         ", ".join(names))
+        cls = action_class(kind)
+        allowed = list(COMMON_FIELDS) + list(TARGET_FIELDS[cls.target]) + list(cls.fields)
         for key in entry:
             if key not in allowed:
                 raise r.fail(path + (key,), f"unknown field '{key}' for action {kind}", ", ".join(allowed))
-
-        # when: `at`, or `every` (from `start`, until `until`)
-        if ("at" in entry) == ("every" in entry):
-            raise r.fail(path, "give exactly one of 'at' and 'every'", "at: TIME, or every: INTERVAL")
-        def when(key: str, default: Optional[float] = None) -> float:
-            if key not in entry:
-                return default
-            value = r.quantity(entry[key], path + (key,), parse_time_ms, TIME_ALLOWED)
-            if value > duration:
-                raise r.fail(path + (key,), f"{value / 1000:g}s is beyond the scenario's duration "
-                             f"({duration / 1000:g}s)", f"a time from 0 to {duration / 1000:g}s")
-            return value
-        if "every" in entry:
-            interval = r.quantity(entry["every"], path + ("every",), parse_time_ms, TIME_ALLOWED)
-            if interval <= 0:
-                raise r.fail(path + ("every",), "the interval must be above 0", "a duration above 0 such as 2s")
-            start = when("start", interval)
-            until = when("until", duration)
-            times = []
-            t = start
-            while t <= until + 1e-9:
-                times.append(t)
-                t += interval
-        else:
-            times = [when("at")]
+        times = _times(r, entry, path, duration)
         length = None
         if "for" in entry:
-            if kind not in INVERSE:
-                raise r.fail(path + ("for",), f"action {kind} cannot be undone after a while",
-                             "for: with " + ", ".join(sorted(INVERSE)))
+            if cls.inverse is None:
+                undoable = ", ".join(n for n in names if action_class(n).inverse)
+                raise r.fail(path + ("for",), f"action {kind} cannot be undone after a while", "for: with " + undoable)
             length = r.quantity(entry["for"], path + ("for",), parse_time_ms, TIME_ALLOWED)
             if length <= 0:
                 raise r.fail(path + ("for",), "must be above 0", "a duration above 0 such as 2s")
 
-        # what: nodes, links, groups
-        candidates: List[str] = []
+        # what: nodes or a link, then the action's own fields
+        candidates: List[Optional[str]] = [None]
         pick = 1
-        if kind in NODE_ACTIONS:
-            if ("node" in entry) == ("nodes" in entry):
-                raise r.fail(path, f"action {kind} needs exactly one of 'node' and 'nodes'",
-                             "node: NAME, or nodes: [NAME, ...] with pick: N (random choice from the seed)")
-            if "node" in entry:
-                candidates = [_node_ref(r, entry["node"], path + ("node",), topology)]
-            else:
-                names = entry["nodes"]
-                if names == "all":
-                    names = list(topology.nodes)
-                if not isinstance(names, list) or not names:
-                    raise r.fail(path + ("nodes",), "expected a non-empty list of nodes, or all")
-                candidates = [_node_ref(r, n, path + ("nodes", i), topology) for i, n in enumerate(names)]
-                if len(set(candidates)) != len(candidates):
-                    raise r.fail(path + ("nodes",), "a node is named twice", "each node once")
-            pick = entry.get("pick", 1)
-            if not isinstance(pick, int) or isinstance(pick, bool) or not 1 <= pick <= len(candidates):
-                raise r.fail(path + ("pick",), f"{pick!r} is not allowed", f"a whole number from 1 to {len(candidates)}")
-        link = _link_ref(r, entry.get("link"), path + ("link",), topology) if kind in LINK_ACTIONS else None
-        direction = entry.get("direction", "both")
-        if kind in LINK_ACTIONS:
-            r.choice(direction, path + ("direction",), DIRECTIONS)
-        impairments: Dict[str, Any] = {}
-        if kind == "set_link":
-            impairments = {k: v for k, v in entry.items() if k in IMPAIRMENT_KEYS}
-            if not impairments:
-                raise r.fail(path, "set_link changes nothing", "one or more of " + ", ".join(IMPAIRMENT_KEYS))
-            _props(r, impairments, path, topology.links[0].forward)  # validates values and units
-        groups = None
-        if kind == "partition":
-            groups = _groups(r, entry.get("groups"), path + ("groups",), topology)
-        command = None
-        if kind == "exec":
-            command = entry.get("command")
-            if not isinstance(command, str) or not command.strip():
-                raise r.fail(path + ("command",), "expected a command line", "a non-empty string")
+        if cls.target == "node":
+            candidates, pick = _node_targets(r, entry, path, topology, kind)
+        link = None
+        direction = "both"
+        if cls.target == "link":
+            link = _link_ref(r, entry.get("link"), path + ("link",), topology)
+            direction = r.choice(entry.get("direction", "both"), path + ("direction",), DIRECTIONS)
+        action = cls()
+        params = action.parse(r, entry, path, topology)
 
         for t in times:
             chosen = rng.sample(candidates, pick) if len(candidates) > pick else candidates
-            for node in chosen or [None]:
-                actions.append(Action(t, kind, node=node, link=link, direction=direction, impairments=impairments,
-                                      groups=groups, command=command, source=f"timeline[{index}]"))
+            for node in chosen:
+                actions.append(Planned(t, kind, node=node, link=link, direction=direction, params=params,
+                                       source=f"timeline[{index}]", path=path))
                 if length is not None:
-                    undo = Action(min(t + length, duration), INVERSE[kind], node=node, link=link, direction=direction,
-                                  groups=None, source=f"timeline[{index}] for {length / 1000:g}s")
-                    if kind == "set_link":
-                        undo.impairments = {"restore": True}
-                    actions.append(undo)
+                    actions.append(Planned(min(t + length, duration), cls.inverse, node=node, link=link,
+                                           direction=direction, params=action.undo_params(params),
+                                           source=f"timeline[{index}] for {length / 1000:g}s", path=path))
     actions.sort(key=lambda a: a.at_ms)  # stable: same-time actions keep the file's order
+    try:
+        rehearse(actions, topology)
+    except ImpairmentError as exc:
+        planned = exc.planned
+        entry = timeline[planned.path[1]]
+        where = planned.path + (exc.key,) if exc.key in entry else planned.path
+        raise r.fail(where, f"at {planned.at_ms / 1000:g}s on link {planned.link[0]}--{planned.link[1]} "
+                     f"(with the topology's values and the faults active then): {exc.message}", exc.allowed) from None
+    except Exception as exc:  # an action that cannot happen where it stands (a start of a killed node)
+        planned = getattr(exc, "planned", None)
+        if planned is None:
+            raise
+        raise r.fail(planned.path, f"at {planned.at_ms / 1000:g}s: {exc}") from None
     return actions
 
 
-def _groups(r: _Reader, value: Any, path: Path, topology: Topology) -> List[List[str]]:
-    if not isinstance(value, list) or len(value) < 1:
-        raise r.fail(path, "expected a list of groups of nodes", "[[NODE, ...], [NODE, ...]]")
-    seen: Dict[str, int] = {}
-    groups = []
-    for i, group in enumerate(value):
-        if not isinstance(group, list) or not group:
-            raise r.fail(path + (i,), "expected a non-empty list of nodes")
-        names = []
-        for j, node in enumerate(group):
-            name = _node_ref(r, node, path + (i, j), topology)
-            if name in seen:
-                raise r.fail(path + (i, j), f"node {name!r} is already in group {seen[name] + 1}",
-                             "each node in one group")
-            seen[name] = i
-            names.append(name)
-        groups.append(names)
-    rest = [n for n in topology.nodes if n not in seen]
-    if rest:
-        groups.append(rest)  # the nodes not named form one more group
-    if len(groups) < 2:
-        raise r.fail(path, "a partition needs at least two groups", "two or more groups of nodes")
-    return groups
+def _times(r: _Reader, entry: Dict[str, Any], path: Path, duration: float) -> List[float]:
+    """When an entry happens: `at`, or `every` interval from `start` until `until` (ms)."""
+    if ("at" in entry) == ("every" in entry):
+        raise r.fail(path, "give exactly one of 'at' and 'every'", "at: TIME, or every: INTERVAL")
+
+    def when(key: str, default: Optional[float] = None) -> Optional[float]:
+        if key not in entry:
+            return default
+        value = r.quantity(entry[key], path + (key,), parse_time_ms, TIME_ALLOWED)
+        if value > duration:
+            raise r.fail(path + (key,), f"{value / 1000:g}s is beyond the scenario's duration "
+                         f"({duration / 1000:g}s)", f"a time from 0 to {duration / 1000:g}s")
+        return value
+
+    if "every" not in entry:
+        return [when("at")]
+    interval = r.quantity(entry["every"], path + ("every",), parse_time_ms, TIME_ALLOWED)
+    if interval <= 0:
+        raise r.fail(path + ("every",), "the interval must be above 0", "a duration above 0 such as 2s")
+    start = when("start", interval)
+    until = when("until", duration)
+    times = []
+    t = start
+    while t <= until + 1e-9:
+        times.append(t)
+        t += interval
+    return times
+
+
+def _node_targets(r: _Reader, entry: Dict[str, Any], path: Path, topology: Topology,
+                  kind: str) -> Tuple[List[Optional[str]], int]:
+    """(candidate nodes, how many to pick each time) of a node action."""
+    if ("node" in entry) == ("nodes" in entry):
+        raise r.fail(path, f"action {kind} needs exactly one of 'node' and 'nodes'",
+                     "node: NAME, or nodes: [NAME, ...] with pick: N (random choice from the seed)")
+    if "node" in entry:
+        return [node_ref(r, entry["node"], path + ("node",), topology)], 1
+    names = entry["nodes"]
+    if names == "all":
+        names = list(topology.nodes)
+    if not isinstance(names, list) or not names:
+        raise r.fail(path + ("nodes",), "expected a non-empty list of nodes, or all")
+    candidates = [node_ref(r, n, path + ("nodes", i), topology) for i, n in enumerate(names)]
+    if len(set(candidates)) != len(candidates):
+        raise r.fail(path + ("nodes",), "a node is named twice", "each node once")
+    pick = entry.get("pick", 1)
+    if not isinstance(pick, int) or isinstance(pick, bool) or not 1 <= pick <= len(candidates):
+        raise r.fail(path + ("pick",), f"{pick!r} is not allowed", f"a whole number from 1 to {len(candidates)}")
+    return candidates, pick

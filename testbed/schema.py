@@ -1,8 +1,12 @@
-"""JSON Schema of topology files, for editors (completion and checking as you type).
+"""JSON Schemas: of the input files, for editors (completion and checking as you type), and of
+the contracts the testbed writes (`testbed schema KIND`).
 
-The loader in `topology.py` is the authority and gives the precise messages; this schema
-describes the same fields so that an editor with a YAML language server catches most mistakes
-before the testbed runs. A test checks that every shipped topology validates against it.
+- topology, scenario: the loaders (`topology.py`, `scenario.py`) are the authority and give the
+  precise messages; these schemas describe the same fields so that an editor with a YAML
+  language server catches most mistakes before the testbed runs. The scenario's timeline entries
+  come from the action registry (testbed/actions). Tests check every shipped file against them.
+- events: one line of an event log (agents/events.py, docs/EVENTS.md).
+- manifest: a run directory's manifest.json (testbed/rundir.py, docs/RUNDIR.md).
 """
 
 from __future__ import annotations
@@ -96,4 +100,77 @@ def topology_schema() -> Dict[str, Any]:
     }
 
 
-SCHEMAS = {"topology": topology_schema}
+def scenario_schema() -> Dict[str, Any]:
+    from .actions import action_class, action_names
+    from .actions.base import DIRECTIONS
+    from .scenario import CAPTURE_KEYS, TOP_KEYS, WORKLOAD_KEYS
+    from agents.roles import role_names
+
+    time_field = {"description": "a time after the end of the warm-up", **_duration}
+    node_or_nodes = {"node": {"type": "string"},
+                     "nodes": {"oneOf": [{"const": "all"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}]},
+                     "pick": {"type": "integer", "minimum": 1}}
+    targets = {"node": node_or_nodes,
+               "link": {"link": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
+                        "direction": {"enum": list(DIRECTIONS)}},
+               "lab": {}}
+    own = {"set_link": _impairments(),
+           "partition": {"groups": {"type": "array", "items": {"type": "array", "items": {"type": "string"},
+                                                                 "minItems": 1}, "minItems": 1}},
+           "exec": {"command": {"type": "string", "minLength": 1}}}
+    entries = []
+    for name in action_names():
+        cls = action_class(name)
+        properties = {"action": {"const": name, "description": cls.summary},
+                      "at": time_field, "every": _duration, "start": time_field, "until": time_field,
+                      **targets[cls.target],
+                      **{f: own.get(name, {}).get(f, {"description": text}) for f, text in cls.fields.items()}}
+        if cls.inverse:
+            properties["for"] = {"description": f"undo with {cls.inverse} after this long", **_duration}
+        entries.append({"type": "object", "required": ["action"], "properties": properties,
+                        "additionalProperties": False})
+    workload_node = {"type": "object", "additionalProperties": False,
+                     "properties": {"role": {"enum": role_names()}, "params": {"type": "object"}}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "testbed scenario",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["topology"],
+        "properties": {
+            **{key: {} for key in TOP_KEYS},
+            "name": {"type": "string", "pattern": NAME_PATTERN},
+            "description": {"type": "string"},
+            "topology": {"oneOf": [{"type": "string", "description": "a topology file, relative to the scenario"},
+                                   {"type": "object", "description": "an inline topology"}]},
+            "seed": {"type": "integer", "minimum": 0},
+            "duration": _duration, "warmup": _duration, "quiet": _duration,
+            "capture": {"type": "object", "additionalProperties": False,
+                        "properties": {"enabled": {"type": "boolean"},
+                                       "snaplen": {"type": "integer", "minimum": 96, "maximum": 262144},
+                                       "buffer_mib": {"type": "integer", "minimum": 1, "maximum": 1024}},
+                        "propertyNames": {"enum": list(CAPTURE_KEYS)}},
+            "workload": {"type": "object", "additionalProperties": False,
+                         "propertyNames": {"enum": list(WORKLOAD_KEYS)},
+                         "properties": {"defaults": workload_node,
+                                        "kinds": {"type": "object", "additionalProperties": workload_node},
+                                        "nodes": {"type": "object", "additionalProperties": workload_node}}},
+            "timeline": {"type": "array", "items": {"oneOf": entries}},
+        },
+    }
+
+
+def events_schema() -> Dict[str, Any]:
+    from agents.events import schema
+
+    return schema()
+
+
+def manifest_schema() -> Dict[str, Any]:
+    from .rundir import manifest_schema as schema
+
+    return schema()
+
+
+SCHEMAS = {"topology": topology_schema, "scenario": scenario_schema, "events": events_schema,
+           "manifest": manifest_schema}

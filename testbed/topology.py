@@ -294,20 +294,25 @@ class ImpairmentError(ValueError):
         self.key, self.message, self.allowed = key, message, allowed
 
 
-def apply_impairments(base: LinkProps, fields: Dict[str, Any]) -> LinkProps:
+def impairment_value(key: str, value: Any) -> Tuple[str, Any]:
+    """(LinkProps field, value) of one impairment as a YAML file gives it (delay: 20ms, loss: 10%,
+    bandwidth: null for no limit). Raises ImpairmentError naming the key."""
+    attr, parse, allowed = _IMPAIRMENT_FIELDS[key]
+    if key == "bandwidth" and value is None:
+        return attr, None
+    try:
+        return attr, parse(value)
+    except ValueError as exc:
+        raise ImpairmentError(key, str(exc), allowed) from None
+
+
+def apply_impairments(base: LinkProps, fields: Dict[str, Any], check_combination: bool = True) -> LinkProps:
     """`base` with the impairments of a YAML mapping (delay: 20ms, loss: 10%, ...) applied.
-    A bandwidth of null removes the limit. Raises ImpairmentError naming the bad key."""
-    changes: Dict[str, Any] = {}
-    for key, value in fields.items():
-        attr, parse, allowed = _IMPAIRMENT_FIELDS[key]
-        if key == "bandwidth" and value is None:
-            changes[attr] = None
-            continue
-        try:
-            changes[attr] = parse(value)
-        except ValueError as exc:
-            raise ImpairmentError(key, str(exc), allowed) from None
-    props = base.merged(**changes)
+    A bandwidth of null removes the limit. Raises ImpairmentError naming the bad key, also for a
+    combination that cannot be (jitter or reordering without a delay) unless told not to check."""
+    props = base.merged(**dict(impairment_value(key, value) for key, value in fields.items()))
+    if not check_combination:
+        return props
     if props.reordering > 0 and props.delay_ms <= 0:
         raise ImpairmentError("reordering", "reordering needs a delay to reorder against",
                               "set delay above 0 on the same link")

@@ -1,5 +1,13 @@
-"""Shared fixtures. Tests marked `network` build real Mininet networks with real containers;
-they need root, a running Docker engine and the images from `./setup.sh`."""
+"""Shared fixtures, and the markers that tell the kinds of test apart.
+
+- `network`: builds real Mininet networks with real containers; needs root, a running Docker
+  engine and the images from `./setup.sh`. Every test that uses the `machine`, `images`,
+  `no_leftovers` or `lab_factory` fixtures is marked so automatically.
+- `spark`: starts a local Spark session (needs Java); every test using the `spark` fixture is
+  marked so automatically.
+
+`pytest -m "not network and not spark"` runs the pure tests: no root, Docker or Java.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +22,28 @@ TOPOLOGIES = os.path.join(ROOT, "topologies")
 
 def topology_path(name: str) -> str:
     return os.path.join(TOPOLOGIES, name)
+
+
+NETWORK_FIXTURES = {"machine", "images", "no_leftovers", "lab_factory"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & NETWORK_FIXTURES:
+            item.add_marker(pytest.mark.network)
+        if "spark" in names:
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for every test that needs one (starting a JVM takes seconds)."""
+    from spark_analysis.session import spark_session
+
+    session = spark_session("local[2]")
+    yield session
+    session.stop()
 
 
 @pytest.fixture(scope="session")
@@ -32,7 +62,7 @@ def machine():
 @pytest.fixture(scope="session")
 def images(machine):
     from testbed.images import AGENT_IMAGE, STATIC_PROBE_IMAGE, ensure_agent, ensure_static_probe
-    from testbed.runtimes.docker import client
+    from testbed.dockerd import client
 
     c = client()
     ensure_agent(c, lambda m: print(m, file=sys.stderr))  # built by setup.sh; again if agents/ changed
@@ -45,8 +75,7 @@ def no_leftovers(machine):
     """Asserts that the test left no testbed object on the machine; cleans up if it did, so that
     one failure does not cascade."""
     from testbed.cleanup import clean_all, leftovers
-
-    from testbed.cleanup import STATE_DIR
+    from testbed.names import STATE_DIR
 
     before = leftovers()
     assert not before, f"testbed objects present before the test: {before}"

@@ -377,6 +377,7 @@ def abc_runs(machine, images, tmp_path_factory):
     return dirs, results
 
 
+@pytest.mark.spark
 @pytest.mark.network
 @pytest.mark.parametrize("name", list(RUNS))
 def test_a_fault_free_run_keeps_total_order_and_exactly_once(abc_runs, name):
@@ -418,6 +419,7 @@ def _ordered_run(abc_runs, name):
     return n, logs, r
 
 
+@pytest.mark.spark
 @pytest.mark.network
 def test_a_paced_infrastructure_keeps_the_order_and_takes_longer(abc_runs):
     _, _, r = _ordered_run(abc_runs, "tree-paced")
@@ -428,6 +430,7 @@ def test_a_paced_infrastructure_keeps_the_order_and_takes_longer(abc_runs):
     assert paced > 3 * 250 / 15 > free, (paced, free)
 
 
+@pytest.mark.spark
 @pytest.mark.network
 def test_twenty_percent_loss_on_a_server_link_still_delivers_everything_in_order(abc_runs):
     n, logs, r = _ordered_run(abc_runs, "tree-loss")
@@ -498,7 +501,7 @@ def test_graph_colouring_run_colours_the_kings_graph_and_the_analysis_checks_it(
 
 def test_the_colouring_check_names_conflicting_edges_and_uncoloured_vertices():
     import pandas as pd
-    from spark_analysis.abc import colouring
+    from spark_analysis.protocols.abc import colouring
     manifest = {"topology": {"nodes": {
         "a": {"role": "abc-vertex", "params": {"neighbours": ["b", "c"]}},
         "b": {"role": "abc-vertex", "params": {"neighbours": ["a", "c"]}},

@@ -159,14 +159,6 @@ def test_direction_tells_sent_received_and_forwarded():
 
 # -- the Spark job on synthetic runs ------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def spark():
-    from spark_analysis.session import spark_session
-    session = spark_session("local[2]")
-    yield session
-    session.stop()
-
-
 def test_analysis_of_a_synthetic_run_matches_its_ground_truth(synthetic, spark, tmp_path):
     from spark_analysis.job import analyze
 
@@ -310,7 +302,7 @@ def test_log_reader_reads_every_line_as_sparks_json_reader_does(spark, tmp_path)
         (tmp_path / str(i) / "n.jsonl").write_bytes(data)
         theirs = [r.asDict() for r in spark.read.schema(event_schema()).option("mode", "PERMISSIVE")
                   .option("columnNameOfCorruptRecord", CORRUPT).json(str(tmp_path / str(i) / "*.jsonl")).collect()]
-        table, unreadable = read_log(data)
+        table, unreadable, _ = read_log(data)
         assert table.to_pylist() == theirs, data
         assert unreadable == sum(r[CORRUPT] is not None for r in theirs), data
 
@@ -357,6 +349,7 @@ def test_analyze_refuses_what_is_not_a_run_directory(tmp_path):
     assert os.listdir(tmp_path / "empty") == []
 
 
+@pytest.mark.spark
 def test_a_broken_manifest_is_a_usage_error_and_an_old_report_survives(synthetic, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(synthetic["clean"], run)
@@ -371,6 +364,7 @@ def test_a_broken_manifest_is_a_usage_error_and_an_old_report_survives(synthetic
 
 # -- real runs: captures and logs of Mininet networks of containers -----------------------------
 
+@pytest.mark.spark
 @pytest.mark.network
 def test_real_run_analysis_matches_logs_and_tshark(no_leftovers, images, tmp_path):
     """`testbed run --analyze` on T[3,2,2] with a lossy link and a killed node: metrics equal the

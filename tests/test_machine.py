@@ -34,7 +34,7 @@ def test_doctor_text_names_the_backends(machine):
 
 def test_agent_image_build_is_skipped_when_nothing_changed(images):
     from testbed.images import AGENT_IMAGE, ensure_agent
-    from testbed.runtimes.docker import client
+    from testbed.dockerd import client
 
     c = client()
     before = c.images.get(AGENT_IMAGE).id
@@ -52,7 +52,7 @@ def test_agent_image_holds_python_and_the_agents_package(images):
 
 def test_base_image_records_where_it_came_from(images):
     from testbed.images import base_source
-    from testbed.runtimes.docker import client
+    from testbed.dockerd import client
 
     source = base_source(client())
     assert source == "debootstrap:bookworm" or source.startswith("registry:python:")

@@ -381,6 +381,7 @@ def test_the_upload_keeps_relative_references_and_relocates_absolute_ones(tmp_pa
 
 
 @pytest.mark.network
+@pytest.mark.spark
 def test_a_remote_run_comes_back_analysable(user, sshd, nothing_left):
     scenario = user.scenario()
     res = user.testbed("remote", "run", sshd.target, scenario, "--analyze", "--remote-testbed", REMOTE_TESTBED,

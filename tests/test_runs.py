@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -220,3 +221,84 @@ def test_interrupting_a_run_keeps_a_readable_directory_and_leaves_nothing(no_lef
     assert manifest["capture"]["h1"]["captured"] > 0
     assert sum(1 for _ in messages(str(out / "pcap" / "h2.pcap"))) > 0
     assert not leftovers()
+
+
+KILLED = """
+topology:
+  nodes: {h1: {}, r: {}, h2: {}}
+  links: [[h1, r], [r, h2]]
+warmup: 1s
+duration: 60s
+quiet: 2s
+workload:
+  defaults: {role: probe, params: {rate: 20, to: all}}
+timeline:
+  - {at: 500ms, action: set_link, link: [h1, r], loss: 0.1, for: 30s}
+"""
+
+
+def test_a_killed_runner_leaves_a_directory_that_clean_finishes_and_analyze_reads(no_leftovers, images, spark,
+                                                                                   tmp_path):
+    """SIGKILL of `testbed run` itself: nothing it captured is lost. As left, the directory has
+    per-interface captures and the logs under nodes/, and the analysis reads it; `testbed clean`
+    removes the lab and finishes the directory (captures merged, logs in place, the timeline so
+    far, status aborted, ended at its last packet)."""
+    from spark_analysis.job import analyze
+
+    from testbed.rundir import last_packet_ns
+
+    scenario = tmp_path / "killed.yaml"
+    scenario.write_text(KILLED)
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "testbed", "run", str(scenario), "--out", str(out), "--quiet"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    manifest_path = out / "manifest.json"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not ((out / "timeline.jsonl").exists()
+                                               and (out / "timeline.jsonl").read_text()):
+        time.sleep(0.2)
+    time.sleep(1.5)
+    proc.kill()
+    proc.communicate(timeout=30)
+    left = json.loads(manifest_path.read_text())
+    assert left["status"] == "running" and left.get("t0_ns")
+    assert {"r.eth0.pcap", "r.eth1.pcap"} <= set(os.listdir(out / "pcap")), "the router's captures, unmerged"
+    assert not (out / "logs").exists() and (out / "nodes" / "h1" / "events.jsonl").exists()
+    assert leftovers(), "the killed runner's lab is still there"
+
+    as_left = tmp_path / "as-left"
+    shutil.copytree(out, as_left)  # what another machine would get before anyone cleans up
+    res = subprocess.run([sys.executable, "-m", "testbed", "clean"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"finished the run directory of a killed run: {out}" in res.stdout
+    assert not leftovers()
+
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["status"] == "aborted" and "testbed clean" in manifest["error"]
+    assert manifest["ended_by"] == "last packet" and manifest["ended_ns"] == last_packet_ns(str(out / "pcap"))
+    assert [a["action"] for a in manifest["timeline"]] == ["set_link"]
+    assert {f for f in os.listdir(out / "pcap") if f.endswith(".pcap")} == {"h1.pcap", "r.pcap", "h2.pcap"}
+    assert sorted(os.listdir(out / "logs")) == ["h1.jsonl", "h2.jsonl", "r.jsonl"]
+    assert manifest["capture"]["r"]["interfaces"] == ["eth0", "eth1"] and manifest["capture"]["r"]["captured"] > 0
+    sent = sum(1 for line in open(out / "logs" / "h1.jsonl") if '"event":"send"' in line)
+    assert sent >= 20
+
+    results = analyze([str(as_left)], progress=False, spark=spark)
+    left_res = next(iter(results.values()))
+    assert left_res["run"]["status"] == "running"
+    assert left_res["application"]["all"]["sent"] >= 20, "the logs under nodes/ are read"
+    assert left_res["input"]["pcaps"]["r"]["file"].count(".pcap") == 2, "the router's two captures, as one"
+    results = analyze([str(out)], progress=False, spark=spark)
+    finished = next(iter(results.values()))
+    assert finished["run"]["status"] == "aborted"
+    assert finished["application"]["all"]["sent"] >= left_res["application"]["all"]["sent"]
+    assert finished["messages"]["all"]["received"] > 0
+
+
+def test_clean_says_when_it_could_not_look_for_containers(no_leftovers, tmp_path):
+    env = dict(os.environ, DOCKER_HOST=f"unix://{tmp_path}/no-engine.sock")
+    res = subprocess.run([sys.executable, "-m", "testbed", "clean"], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert res.returncode == 1
+    assert "could not look for containers" in res.stderr and "not reachable" in res.stderr
+    assert "nothing to remove" not in res.stdout

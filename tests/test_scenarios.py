@@ -67,6 +67,13 @@ BAD = [
      "timeline[0].direction", "both, a_to_b, b_to_a"),
     ("exec without a command", "timeline:\n  - {at: 2s, action: exec, node: h1}\n", 4, "timeline[0].command",
      "a non-empty string"),
+    ("set_link jitter on a link without delay", "timeline:\n  - {at: 2s, action: set_link, link: [h1, s1], "
+     "jitter: 5ms}\n", 4, "timeline[0].jitter", "jitter varies a delay and needs one"),
+    ("set_link removing the delay a jitter needs", "timeline:\n  - {at: 1s, action: set_link, link: [h1, s1], "
+     "delay: 10ms, jitter: 2ms}\n  - {at: 2s, action: set_link, link: [h1, s1], delay: 0ms}\n", 5, "timeline[1]",
+     "at 2s on link h1--s1"),
+    ("start of a killed node", "timeline:\n  - {at: 2s, action: kill, node: h1}\n  - {at: 3s, action: start, node: h1}\n",
+     5, "timeline[1]", "the node was killed"),
 ]
 
 

@@ -25,9 +25,20 @@ from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Set, Tuple
 
 from ..wire import Header
-from .common import VERTEX, Structure
+from .common import PROMISES, VERTEX, Structure  # noqa: F401 (PROMISES: the registry reads it)
+from .component import EVENT_FIELDS as COMPONENT_EVENT_FIELDS
 from .component import PARAMS as COMPONENT_PARAMS
 from .component import Component
+
+#: the fields a vertex adds to a component's (agents/events.py)
+EVENT_FIELDS = {
+    **COMPONENT_EVENT_FIELDS,
+    "state": {**COMPONENT_EVENT_FIELDS["state"],
+              "colour": ("integer", "the colour the vertex took (state coloured)"),
+              "round": ("integer", "the round in which it took it"),
+              "vertex_id": ("integer", "its id, which breaks ties between rivals")},
+    "drop": {"values": ("array", "the first values of a message that is not the colouring's")},
+}
 
 PARAMS = {
     **{k: v for k, v in COMPONENT_PARAMS.items() if k in ("attributes", "queue", "infrastructure", "parent",

@@ -35,6 +35,9 @@ CLUSTER_SERVER = "abc-cluster-server"
 RING_SERVER = "abc-ring-server"
 TREE_SERVER = "abc-tree-server"
 SERVERS = (CLUSTER_SERVER, RING_SERVER, TREE_SERVER)
+#: what every AbC role's protocol promises the analysis (agents.roles.role_promises): the
+#: sequencer gives ids 0, 1, 2, ... and every component handles every id in that order
+PROMISES = ("contiguous-order",)
 
 
 def positive(v: Any) -> bool:

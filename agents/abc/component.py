@@ -46,6 +46,7 @@ from ..runtime import Role, now_ns
 from ..wire import Header, MessageType
 from . import correlation
 from .common import COMPONENT, RATE_PARAMS, positive, Structure, StructureError, Transmitter, WaitingQueue, decode, encode
+from .common import PROMISES  # noqa: F401 (the registry reads it)
 from .common import structure_problem as check_structure  # noqa: F401 (the registry reads it)
 
 WORKLOADS = ("data-providers", "communication-intensive", "none")
@@ -58,6 +59,20 @@ def _predicate_ok(value: Any) -> bool:
         return False
     return True
 
+
+#: the fields a component adds to its events (agents/events.py)
+EVENT_FIELDS = {
+    "send": {"receivers": ("array", "the components whose attributes satisfy the predicate, as the sender "
+                                    "computes them from the topology"),
+             "wanted_ns": ("integer", "when the component decided to send (rule Out): its wait for an id starts "
+                                      "here")},
+    "deliver": {"order": ("integer", "the message's id: a component handles data messages in id order")},
+    "state": {"server": ("string", "the component's server (state abc component)"),
+              "provider": ("boolean", "whether it sends (data-providers workload)"),
+              "workload": ("string", "data-providers, communication-intensive or none"),
+              "count": ("integer", "messages queued but never sent when the workload ended "
+                                   "(state abc sends not started)")},
+}
 
 PARAMS = {
     "workload": (lambda v: v in WORKLOADS, ", ".join(WORKLOADS)),

@@ -258,6 +258,21 @@ class TreeServer(Server):
             self.enqueue(header, body, sender)
 
 
+#: the fields the servers add to their events (agents/events.py)
+EVENT_FIELDS = {
+    "send": {"request_origin": ("string", "the component whose request for an id a reply answers"),
+             "request_seq": ("integer", "that request's sequence number")},
+    "state": {"infrastructure": ("string", "cluster, ring or tree (state abc server)"),
+              "queue": ("string", "the cluster server that hosts the shared queue"),
+              "components": (["integer", "array"], "the components the server forwards to: their number "
+                                                   "(cluster) or names (ring)"),
+              "next": ("string", "the next ring server"),
+              "counter": ("string", "the ring server that hosts the shared counter"),
+              "parent": (["string", "null"], "the parent tree server (null at the root)"),
+              "root": ("boolean", "the tree's root, its sequencer"),
+              "children": ("array", "the tree server's children")},
+}
+
 CLUSTER_PARAMS = {**_STRUCTURE, "queue": (lambda v: isinstance(v, str), "the cluster server hosting the shared queue")}
 RING_PARAMS = {**_STRUCTURE, "next": (lambda v: isinstance(v, str), "the next ring server"),
                "counter": (lambda v: isinstance(v, str), "the ring server hosting the shared counter")}

@@ -8,7 +8,7 @@ kinds, so that adding a protocol adds a module and a line, not a branch in the o
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 #: role name → module path, imported only when a node runs the role
 _ROLES: Dict[str, str] = {
@@ -63,6 +63,13 @@ def check_structure(role: str, name: str, nodes: Dict[str, Dict[str, Any]]) -> O
     `check_structure(nodes, name)` when its nodes depend on each other (AbC servers, components)."""
     check = getattr(importlib.import_module(_ROLES[role]), "check_structure", None)
     return check(nodes, name) if check else None
+
+
+def role_promises(role: str) -> FrozenSet[str]:
+    """What a role's protocol promises that the analysis should hold it to, from the module's
+    PROMISES: "contiguous-order" (the order numbers its sequencers give are 0, 1, 2, ... without
+    holes, so a number a node skips is an anomaly of total order)."""
+    return frozenset(getattr(importlib.import_module(_ROLES[role]), "PROMISES", ()))
 
 
 def number_at_least(low: float) -> Callable[[Any], bool]:

@@ -19,7 +19,7 @@ def run(args) -> int:
     report = caps.to_dict()
     if caps.has("docker"):
         try:
-            from ..runtimes.docker import client
+            from ..dockerd import client
 
             report["base_image"] = {"image": BASE_IMAGE, "source": base_source(client())}
         except Exception:

@@ -46,7 +46,7 @@ def run(args) -> int:
         while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
     leftovers = clean_all(name)  # the keeper removed everything unless it was killed; make sure
-    extra = {k: v for k, v in leftovers.items() if v}
+    extra = {k: v for k, v in leftovers.removed.items() if v}
     print(f"lab {name} is down in {time.monotonic() - started:.1f} s"
           + (f" (also removed: {', '.join(f'{v} {k}' for k, v in extra.items())})" if extra else ""))
     return 0

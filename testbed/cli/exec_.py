@@ -21,7 +21,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from ..runtimes import runtime_class
-    from ..runtimes.base import LabNames
+    from ..names import LabNames
     from .down import pick_lab
 
     state = pick_lab(args.lab)

@@ -1,4 +1,5 @@
-"""`testbed schema topology`: print the JSON Schema of an input file kind, for editors."""
+"""`testbed schema KIND`: print a JSON Schema: of topology and scenario files (for editors), of an
+event log's lines, or of a run's manifest.json."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 def register(sub) -> None:
     from ..schema import SCHEMAS
 
-    p = sub.add_parser("schema", help="print the JSON Schema of topology files")
+    p = sub.add_parser("schema", help="print a JSON Schema: topology, scenario, events or manifest")
     p.add_argument("kind", choices=sorted(SCHEMAS))
     p.set_defaults(run=run)
 

@@ -13,29 +13,12 @@ from typing import Dict, List, Optional
 
 from mininet.node import Host
 
-from .. import LABEL_LAB, LABEL_NODE
-from ..errors import TestbedError, UsageError
-from agents.roles import NO_AGENT
-
-from ..agent_config import NODE_DIR_IN_CONTAINER, agent_argv
+from .. import dockerd
+from ..agent_config import NODE_DIR_IN_CONTAINER, has_agent
+from ..errors import CapabilityError, TestbedError, UsageError
 from ..model import Node
-from .base import LabNames, Runtime, Started
-
-# Parallel requests to dockerd. Creating the 186 containers of tree-3-5-5 on 2 cores took
-# 30.7 s with 6 workers, 23.9 s with 12 and 28.9 s with 24 (contention inside dockerd).
-WORKERS = 12
-
-
-def client():
-    import docker
-
-    try:
-        c = docker.from_env(timeout=120, max_pool_size=WORKERS + 2)
-        c.ping()
-        return c
-    except Exception as exc:
-        raise TestbedError(f"the Docker engine is not reachable ({exc}); start it with ./setup.sh, "
-                           "or use runtime: process") from None
+from ..names import LABEL_LAB, LABEL_NODE, LabNames
+from .base import Runtime, Started
 
 
 class DockerHost(Host):
@@ -72,40 +55,37 @@ class DockerRuntime(Runtime):
     @property
     def docker(self):
         if self._client is None:
-            self._client = client()
+            self._client = dockerd.client()
         return self._client
 
-    def check(self, nodes: List[Node]) -> None:
-        import docker.errors
-
+    def check(self, nodes: List[Node], capabilities) -> None:
         from ..images import AGENT_IMAGE, ensure_agent
 
-        if any(n.image == AGENT_IMAGE for n in nodes) and any(n.role not in NO_AGENT for n in nodes):
+        if not capabilities.has("docker"):
+            raise CapabilityError(capabilities.checks["docker"].detail)
+        if any(n.image == AGENT_IMAGE for n in nodes) and any(has_agent(n) for n in nodes):
             try:
                 ensure_agent(self.docker, lambda message: None)  # rebuilt only if agents/ changed
-            except docker.errors.ImageNotFound:
+            except dockerd.not_found_errors():
                 pass  # no base image: reported below as a missing image
-        missing = []
-        for image in sorted({node.image for node in nodes}):
-            try:
-                self.docker.images.get(image)
-            except docker.errors.ImageNotFound:
-                missing.append(image)
+        missing = [image for image in sorted({node.image for node in nodes})
+                   if dockerd.image_id(self.docker, image) is None]
         if missing:
-            hint = "build it with 'testbed images build'" if "testbed/agent:latest" in missing else \
+            hint = "build it with 'testbed images build'" if AGENT_IMAGE in missing else \
                 "build or load it first (docker build / docker load); no registry is reachable here"
             raise UsageError(f"image(s) not on this machine: {', '.join(missing)}: {hint}")
-        taken = [c.name for c in self.docker.containers.list(all=True, filters={"label": f"{LABEL_LAB}={self.names.lab}"})]
+        taken = dockerd.lab_containers(self.docker, self.names.lab)
         if taken:
-            raise UsageError(f"lab {self.names.lab!r} already has containers ({', '.join(taken[:3])}...): "
+            raise UsageError(f"lab {self.names.lab!r} already has {len(taken)} container(s): "
                              f"'testbed down {self.names.lab}' or 'testbed clean' first")
 
-    def create(self, nodes: List[Node], node_dirs: Dict[str, str]) -> Dict[str, Started]:
+    def create(self, nodes: List[Node], node_dirs: Dict[str, str], envs: Dict[str, Dict[str, str]]
+               ) -> Dict[str, Started]:
         def start_one(node: Node) -> Started:
             kwargs = dict(
                 name=self.names.container(node.name), hostname=node.name, detach=True,
                 network_mode="none", labels={LABEL_LAB: self.names.lab, LABEL_NODE: node.name},
-                cap_drop=["ALL"], cap_add=node.capabilities or None, environment=node.env or None,
+                cap_drop=["ALL"], cap_add=node.capabilities or None, environment=envs[node.name],
                 volumes={node_dirs[node.name]: {"bind": NODE_DIR_IN_CONTAINER, "mode": "rw"}},
             )
             if node.command is not None:
@@ -122,7 +102,7 @@ class DockerRuntime(Runtime):
 
         started: Dict[str, Started] = {}
         errors: List[str] = []
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        with ThreadPoolExecutor(max_workers=dockerd.WORKERS) as pool:
             futures = {pool.submit(start_one, node): node for node in nodes}
             for future, node in futures.items():
                 try:
@@ -131,7 +111,7 @@ class DockerRuntime(Runtime):
                     errors.append(f"{node.name}: {exc}")
         if errors:
             self.destroy(started)
-            self._remove_by_label()
+            dockerd.remove_containers(self.docker, dockerd.lab_containers(self.docker, self.names.lab))
             raise TestbedError("could not start containers:\n  " + "\n  ".join(errors[:5]))
         return started
 
@@ -139,54 +119,53 @@ class DockerRuntime(Runtime):
         assert started is not None
         return {"cls": DockerHost, "container_pid": started.netns_pid}
 
+    def node_dir_inside(self, node_dir: str) -> str:
+        return NODE_DIR_IN_CONTAINER
+
     def launch(self, nodes: List[Node], hosts: Dict[str, object], started: Dict[str, Started],
-               node_dirs: Dict[str, str]) -> None:
+               node_dirs: Dict[str, str], with_agent: Dict[str, bool], envs: Dict[str, Dict[str, str]]) -> None:
         # The container's own command (by default the image's idle `sleep`) holds the namespace;
         # the agent runs beside it, so that stopping and starting it keeps the node's network.
-        agent_nodes = [n for n in nodes if n.role not in NO_AGENT and n.command is None]
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        agent_nodes = [n for n in nodes if with_agent[n.name]]
+        with ThreadPoolExecutor(max_workers=dockerd.WORKERS) as pool:
             list(pool.map(lambda n: self.start_agent(n, started[n.name], node_dirs[n.name]), agent_nodes))
+
+    def agent_python(self) -> str:
+        return "python3"  # the image's
 
     def start_agent(self, node: Node, started: Started, node_dir: str, start_now: bool = False) -> None:
         self.docker.api.exec_start(
-            self.docker.api.exec_create(started.container_id, agent_argv("docker", node_dir, start_now),
+            self.docker.api.exec_create(started.container_id, self.agent_argv(node, node_dir, start_now),
                                         environment=node.env or None), detach=True)
 
     def agent_pid(self, started: Started) -> Optional[int]:
-        import docker.errors
-
-        try:
-            top = self.docker.api.top(started.container_id, ps_args="-o pid,args")
-        except docker.errors.APIError:
-            return None
-        for pid, args in top.get("Processes") or []:
+        for pid, args in dockerd.processes(self.docker, started.container_id) or []:
             if "-m agents" in args:
-                return int(pid)
+                return pid
         return None
+
+    def kill(self, started: Started) -> None:
+        self.docker.api.kill(started.container_id, signal="SIGKILL")
+
+    def pause(self, started: Started) -> None:
+        self.docker.api.pause(started.container_id)
+
+    def resume(self, started: Started) -> None:
+        self.docker.api.unpause(started.container_id)
 
     def exec_args(self, state: Dict[str, object], command: List[str], interactive: bool) -> List[str]:
         flags = ["-i", "-t"] if interactive else ["-i"]
         return ["docker", "exec"] + flags + [str(state["container_name"])] + command
 
+    def describe(self, node: Node, started: Optional[Started]) -> Dict[str, object]:
+        return {"image": node.image, "container_name": started.container_name if started else None,
+                "process_pid": None}
+
+    def versions(self, nodes: List[Node]) -> Dict[str, object]:
+        return {"docker_engine": self.docker.version().get("Version"),
+                "images": {image: dockerd.image_id(self.docker, image) for image in sorted({n.image for n in nodes})}}
+
     def destroy(self, started: Dict[str, Started]) -> None:
         ids = [s.container_id for s in started.values() if s.container_id]
         if ids:
-            remove_containers(self.docker, ids)
-
-    def _remove_by_label(self) -> None:
-        leftovers = self.docker.containers.list(all=True, filters={"label": f"{LABEL_LAB}={self.names.lab}"})
-        remove_containers(self.docker, [c.id for c in leftovers])
-
-
-def remove_containers(docker_client, ids: List[str]) -> None:
-    """Force-remove containers in parallel (SIGKILL, no grace period: the lab is going away)."""
-    import docker.errors
-
-    def remove(cid: str) -> None:
-        try:
-            docker_client.api.remove_container(cid, force=True, v=True)
-        except docker.errors.NotFound:
-            pass
-
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        list(pool.map(remove, ids))
+            dockerd.remove_containers(self.docker, ids)

@@ -15,12 +15,10 @@ from typing import Dict, List, Optional
 
 from mininet.node import Host
 
-from agents.roles import NO_AGENT
-
-from .. import ENV_LAB
-from ..agent_config import PROJECT_ROOT, agent_argv
+from ..agent_config import PROJECT_ROOT
 from ..model import Node
-from .base import Runtime, Started
+from ..names import ENV_LAB
+from .base import Runtime, Started, signal_pids
 
 #: what a node runs when it names no command and its role starts no agent
 IDLE_COMMAND = ["sleep", "infinity"]
@@ -33,23 +31,25 @@ class ProcessRuntime(Runtime):
         super().__init__(names)
         self._procs: List[subprocess.Popen] = []
         self._hosts: Dict[str, object] = {}
+        self._envs: Dict[str, Dict[str, str]] = {}
 
     def host_params(self, node: Node, started: Optional[Started]) -> Dict[str, object]:
         return {"cls": Host}
 
     def launch(self, nodes: List[Node], hosts: Dict[str, object], started: Dict[str, Started],
-               node_dirs: Dict[str, str]) -> None:
+               node_dirs: Dict[str, str], with_agent: Dict[str, bool], envs: Dict[str, Dict[str, str]]) -> None:
         self._hosts = hosts
+        self._envs = envs
         for node in nodes:
             started[node.name] = Started(node.name, netns_pid=hosts[node.name].pid)
-            if node.role not in NO_AGENT and node.command is None:
+            if with_agent[node.name]:
                 self.start_agent(node, started[node.name], node_dirs[node.name])
             else:
                 started[node.name].process_pid = self._popen(node, node.command or IDLE_COMMAND).pid
 
     def _popen(self, node: Node, argv: List[str]):
         env = dict(os.environ)
-        env.update(node.env)
+        env.update(self._envs.get(node.name, node.env))
         env[ENV_LAB] = self.names.lab
         env["PYTHONPATH"] = PROJECT_ROOT
         devnull = subprocess.DEVNULL
@@ -58,7 +58,7 @@ class ProcessRuntime(Runtime):
         return proc
 
     def start_agent(self, node: Node, started: Started, node_dir: str, start_now: bool = False) -> None:
-        proc = self._popen(node, agent_argv("process", node_dir, start_now))
+        proc = self._popen(node, self.agent_argv(node, node_dir, start_now))
         started.process_pid = proc.pid
         started.agent = proc
 
@@ -66,16 +66,23 @@ class ProcessRuntime(Runtime):
         proc = started.agent
         return proc.pid if proc is not None and proc.poll() is None else None
 
+    def _pids(self, started: Started) -> List[int]:
+        return sorted({self.agent_pid(started), started.process_pid} - {None})
+
+    def kill(self, started: Started) -> None:
+        signal_pids(self._pids(started), signal.SIGKILL)
+
+    def pause(self, started: Started) -> None:
+        signal_pids(self._pids(started), signal.SIGSTOP)
+
+    def resume(self, started: Started) -> None:
+        signal_pids(self._pids(started), signal.SIGCONT)
+
     def exec_args(self, state: Dict[str, object], command: List[str], interactive: bool) -> List[str]:
         return ["nsenter", f"--net=/proc/{state['netns_pid']}/ns/net", "--"] + command
 
     def destroy(self, started: Dict[str, Started]) -> None:
-        for s in started.values():
-            if s.process_pid:
-                try:
-                    os.kill(s.process_pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        signal_pids([s.process_pid for s in started.values()], signal.SIGKILL)
         for proc in self._procs:
             if proc.poll() is None:
                 try:

@@ -1,4 +1,5 @@
-"""The AbC paper's measures of a run whose components send ABC_DATA messages (agents/abc/).
+"""The AbC analysis (a protocol analysis, spark_analysis.protocols): the AbC paper's measures of a
+run whose components send ABC_DATA messages (agents/abc/), and its report section.
 
 From the logs (what the components handled in id order, not first copies on the wire):
 
@@ -27,14 +28,30 @@ vertex; the colours used and the rounds (the last round in which a vertex took i
 from __future__ import annotations
 
 import json
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import pandas as pd
 
-from .metrics import stats_ms
+from agents.wire import MessageType
 
+from ..html import escape, fmt, table
+from ..metrics import stats_ms
+
+NAME = "abc"
+ROLES = ("abc-component", "abc-vertex", "abc-cluster-server", "abc-ring-server", "abc-tree-server")
+TYPES = (int(MessageType.ABC_DATA),)
+STATES = ("coloured",)
+COMPARED = [
+    ("AbC delivery time to all, mean (ms)", ("abc", "delivery_time_to_all", "mean_ms")),
+    ("AbC message time gap, mean (ms)", ("abc", "message_time_gap", "mean_ms")),
+]
 DATA = "ABC_DATA"
+
+
+def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, states: pd.DataFrame) -> Dict[str, object]:
+    """The section of results.json (see abc_measures); {} for a run without AbC data."""
+    return abc_measures(sends, deliveries, manifest, states[states["state"] == "coloured"])
 
 
 def _names(value) -> tuple:
@@ -152,3 +169,31 @@ def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict,
     if graph is not None:
         out["colouring"] = graph
     return out
+
+
+def html(a: Dict[str, object]) -> str:
+    """The report's AbC section."""
+    dt, gap, wait = a.get("delivery_time_to_all", {}), a.get("message_time_gap", {}), a.get("id_wait", {})
+    unit = a.get("time_unit_ms")
+    parts: List[str] = ["<h2>AbC measures (event logs)</h2>"]
+    parts.append(f"<p>{a.get('messages')} data messages among {a.get('components')} components; "
+                 f"{a.get('delivered_to_all')} delivered to every component"
+                 + (f"; one paper time unit = {fmt(unit)} ms" if unit else "") + ".</p>")
+    parts.append(table(["measure", "mean (ms)", "mean (time units)", "median (ms)", "p95 (ms)", "max (ms)"], [
+        ["average delivery time to all components", dt.get("mean_ms"), dt.get("mean_time_units"),
+         dt.get("median_ms"), dt.get("p95_ms"), dt.get("max_ms")],
+        ["average message time gap", gap.get("mean_ms"), gap.get("mean_time_units"), None, None, None],
+        ["wait for an id (request to data send)", wait.get("mean_ms"), wait.get("mean_time_units"),
+         wait.get("median_ms"), wait.get("p95_ms"), wait.get("max_ms")]]))
+    ids = a.get("ids", {})
+    parts.append(table(["ids given", "reused", "contiguous from 0", "accepted", "discarded", "receivers disagree"],
+                       [[ids.get("count"), ids.get("reused"), ids.get("contiguous"), a.get("accepted"),
+                         a.get("discarded"), a.get("receivers_disagree")]]))
+    col = a.get("colouring")
+    if col:
+        parts.append(f"<h3>Graph colouring: <span class='{escape(col['verdict'])}'>{escape(col['verdict'])}</span></h3>")
+        parts.append(table(["vertices", "edges", "coloured", "colours", "rounds", "conflicting edges", "uncoloured"],
+                           [[col["vertices"], col["edges"], col["coloured"], col["colours"], col["rounds"],
+                             col["conflicts"], ", ".join(col["uncoloured"])]]))
+        parts.append(table(["vertex", "colour"], [[v, c] for v, c in col["colouring"].items()]))
+    return "\n".join(parts)

@@ -1,0 +1,34 @@
+"""Protocol analyses: one module per role family, registered here, so that the generic job and
+report hold no protocol knowledge.
+
+A protocol analysis module declares:
+- NAME: its section's key in results.json (and its report heading's anchor);
+- ROLES: the roles of its family (agents/roles), for the documentation;
+- TYPES: the message type codes whose application sends and deliveries it reads;
+- STATES: the `state` values of the state events it reads (the job hands over those rows only);
+- COMPARED: (label, path in results.json) of its measures worth comparing across runs;
+- measures(sends, deliveries, manifest, states) -> dict: its section ({} when the run has none
+  of its traffic); sends and deliveries are pandas frames of TYPES (RunData.frames), states the
+  run's state events of STATES (columns run, node, t, state and the role's fields);
+- html(section) -> str: its part of index.html.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import List, Tuple
+
+#: the registered analyses, in the order results.json and the report show them
+_PLUGINS: List[str] = [
+    "spark_analysis.protocols.abc",
+]
+
+
+def plugins() -> List[ModuleType]:
+    return [importlib.import_module(name) for name in _PLUGINS]
+
+
+def states() -> Tuple[str, ...]:
+    """Every state value some analysis reads."""
+    return tuple(sorted({s for p in plugins() for s in p.STATES}))

@@ -1,0 +1,18 @@
+"""`link_down`: a link (or one direction of it) drops everything until `link_up`."""
+
+from __future__ import annotations
+
+from .base import FaultAction
+
+
+class LinkDown(FaultAction):
+    name = "link_down"
+    summary = "the link drops every frame (one direction with direction:) until link_up"
+    target = "link"
+    inverse = "link_up"
+
+    def apply(self, nemesis, planned):
+        index, sides = nemesis.sides(planned)
+        nemesis.links_down.update((index, side) for side in sides)
+        nemesis.reshape(index)
+        return None

@@ -1,0 +1,16 @@
+"""`resume`: thaw a paused node."""
+
+from __future__ import annotations
+
+from .base import FaultAction
+
+
+class Resume(FaultAction):
+    name = "resume"
+    summary = "thaw a paused node"
+    target = "node"
+
+    def apply(self, nemesis, planned):
+        if planned.node in nemesis.paused:
+            nemesis.resume_node(planned.node)
+        return None
