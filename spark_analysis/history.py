@@ -2,7 +2,8 @@
 
 The history of a run is its application-level sends (with intended receivers, and the order,
 priority, vector-timestamp and dependency fields a protocol logs) and deliveries; nodes that
-crashed (kill or stop, until a start) come from the manifest's timeline as executed, and what the
+crashed come from the manifest's timeline as executed (each action's effect on liveness from the
+action registry, testbed/actions: kill and stop take a node down, start brings it back), and what the
 run's protocol promises beyond the logs (contiguous sequencer numbers) from its `promises`.
 """
 
@@ -14,12 +15,12 @@ from typing import Dict, List, Optional, Tuple, Union
 import numpy as np
 import pandas as pd
 
+from testbed.actions import liveness
+
 from .checks import History, Prepared, prepare
 from .checks.arrays import lookup, member, unique
 from .reduce import DATA_TYPES
 
-NODE_DOWN = {"kill", "stop"}
-NODE_UP = {"start"}
 #: the promise under which a run's sequencer numbers must be contiguous (no number skipped): the
 #: total-order-sequencer check then counts holes
 CONTIGUOUS_ORDER = "contiguous-order"
@@ -35,6 +36,8 @@ def _json_tuple(text) -> Optional[tuple]:
 
 
 def down_intervals(manifest: dict) -> Dict[str, List[Tuple[int, Optional[int]]]]:
+    """node → the intervals [start, end) during which it did not take part (end None: until the
+    end of the run), from the actions that succeeded."""
     down: Dict[str, List[list]] = {}
     for action in sorted(manifest.get("timeline", []), key=lambda a: a.get("t_ns") or 0):
         if not action.get("ok", True) or action.get("t_ns") is None:
@@ -42,9 +45,10 @@ def down_intervals(manifest: dict) -> Dict[str, List[Tuple[int, Optional[int]]]]
         nodes = action.get("nodes") or ([action["node"]] if action.get("node") else [])
         for node in nodes:
             spans = down.setdefault(node, [])
-            if action["action"] in NODE_DOWN and not (spans and spans[-1][1] is None):
+            effect = liveness(action.get("action", ""))
+            if effect == "down" and not (spans and spans[-1][1] is None):
                 spans.append([int(action["t_ns"]), None])
-            elif action["action"] in NODE_UP and spans and spans[-1][1] is None:
+            elif effect == "up" and spans and spans[-1][1] is None:
                 spans[-1][1] = int(action["t_ns"])
     return {n: [tuple(s) for s in spans] for n, spans in down.items() if spans}
 

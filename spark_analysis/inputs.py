@@ -249,7 +249,7 @@ def _capture_source(spark, runs: List[RunInfo], source: str = "auto"):
         slices = max(1, min(len(rows), 4 * spark.sparkContext.defaultParallelism))
         rdd = spark.sparkContext.parallelize([(u, f) for u, f, _ in rows], slices)
         return spark.createDataFrame(rdd, "run string, path string"), lookup
-    paths = [posixpath.join(r.uri, "pcap") for r in runs if _may_exist(posixpath.join(r.uri, "pcap"), ".pcap")]
+    paths = [posixpath.join(r.uri, "pcap") for r in runs if may_exist(posixpath.join(r.uri, "pcap"), ".pcap")]
     if not paths:  # runs without captures: no packets
         return None, None
     files = (spark.read.format("binaryFile").option("pathGlobFilter", "*.pcap")
@@ -308,7 +308,7 @@ def read_events(spark, run: RunInfo):
     Unreadable lines land in _corrupt_record (counted in the report), they do not fail the job."""
     from pyspark.sql import functions as F
 
-    if not _may_exist(posixpath.join(run.uri, "logs"), ".jsonl"):
+    if not may_exist(posixpath.join(run.uri, "logs"), ".jsonl"):
         return spark.createDataFrame([], event_schema()).withColumn("run", F.lit(run.run_id))
     return (spark.read.schema(event_schema()).option("mode", "PERMISSIVE")
             .option("columnNameOfCorruptRecord", "_corrupt_record")
@@ -316,7 +316,7 @@ def read_events(spark, run: RunInfo):
             .withColumn("run", F.lit(run.run_id)))
 
 
-def _may_exist(uri: str, suffix: str) -> bool:
+def may_exist(uri: str, suffix: str) -> bool:
     """False when a local directory is missing or holds no file with the suffix (Spark would fail
     on the path); True for other file systems, where Spark itself says."""
     local = local_path(uri)

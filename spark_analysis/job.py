@@ -225,11 +225,11 @@ def undeclared_fields(spark, r: RunInfo) -> List[str]:
 
     from pyspark.sql import functions as F
 
-    from .inputs import _may_exist
+    from .inputs import may_exist
     from .logreader import DECLARED
 
     logs = posixpath.join(r.uri, "logs")
-    if not _may_exist(logs, ".jsonl"):
+    if not may_exist(logs, ".jsonl"):
         return []
     keys = (spark.read.text(posixpath.join(logs, "*.jsonl"))
             .select(F.explode(F.json_object_keys("value")).alias("k")).distinct().collect())

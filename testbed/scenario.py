@@ -20,7 +20,7 @@ from .actions import action_class, action_names
 from .actions.base import COMMON_FIELDS, DIRECTIONS, TARGET_FIELDS, Planned, node_ref
 from .errors import ValidationError
 from .model import Topology
-from .topology import NAME_ALLOWED, NAME_RE, ImpairmentError, _Reader, parse_topology
+from .topology import NAME_ALLOWED, NAME_RE, ImpairmentError, Reader, parse_topology
 from .units import TIME_ALLOWED, parse_time_ms
 from .yamlio import Located, Path, load_file, load_text
 
@@ -94,7 +94,7 @@ def apply_overrides(doc: Located, overrides: Tuple[str, ...]) -> None:
 
 
 def parse_scenario(doc: Located, seed_override: Optional[int] = None) -> Scenario:
-    r = _Reader(doc)
+    r = Reader(doc)
     top = r.mapping(doc.data, (), TOP_KEYS)
     name = r.string(top["name"], ("name",), NAME_RE, NAME_ALLOWED) if "name" in top else \
         re.sub(r"\.ya?ml$", "", os.path.basename(doc.file))
@@ -162,7 +162,7 @@ def parse_scenario(doc: Located, seed_override: Optional[int] = None) -> Scenari
                     description=description.strip(), raw=dict(top))
 
 
-def _apply_workload(r: _Reader, topology: Topology, workload: Dict[str, Any]) -> None:
+def _apply_workload(r: Reader, topology: Topology, workload: Dict[str, Any]) -> None:
     """Lay the workload over the resolved topology: for each node, the workload's defaults,
     then its kind's entry, then its own entry set the role and add to the parameters."""
     from agents.roles import role_names
@@ -193,7 +193,7 @@ def _apply_workload(r: _Reader, topology: Topology, workload: Dict[str, Any]) ->
                 node.params = {**node.params, **r.mapping(fields["params"], path + ("params",))}
 
 
-def _check_role_params(r: _Reader, topology: Topology) -> None:
+def _check_role_params(r: Reader, topology: Topology) -> None:
     from agents.roles import check_params, check_structure
 
     nodes = {name: {"id": i, "role": node.role, "params": node.params}
@@ -221,7 +221,7 @@ def _check_role_params(r: _Reader, topology: Topology) -> None:
                                  "names of nodes of the topology")
 
 
-def _link_ref(r: _Reader, value: Any, path: Path, topology: Topology) -> Tuple[str, str]:
+def _link_ref(r: Reader, value: Any, path: Path, topology: Topology) -> Tuple[str, str]:
     if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) for v in value):
         raise r.fail(path, "expected the two ends of a link", "[NODE_OR_SWITCH, NODE_OR_SWITCH]")
     for i, end in enumerate(value):
@@ -232,7 +232,7 @@ def _link_ref(r: _Reader, value: Any, path: Path, topology: Topology) -> Tuple[s
     return value[0], value[1]
 
 
-def _expand_timeline(r: _Reader, timeline: List[Any], topology: Topology, duration: float,
+def _expand_timeline(r: Reader, timeline: List[Any], topology: Topology, duration: float,
                      seed: int) -> List[Planned]:
     """Every timeline entry as planned actions, at fixed times; random choices (`pick`) are drawn
     from the seed. The schedule is then rehearsed (faults.rehearse), so that an action that
@@ -303,7 +303,7 @@ def _expand_timeline(r: _Reader, timeline: List[Any], topology: Topology, durati
     return actions
 
 
-def _times(r: _Reader, entry: Dict[str, Any], path: Path, duration: float) -> List[float]:
+def _times(r: Reader, entry: Dict[str, Any], path: Path, duration: float) -> List[float]:
     """When an entry happens: `at`, or `every` interval from `start` until `until` (ms)."""
     if ("at" in entry) == ("every" in entry):
         raise r.fail(path, "give exactly one of 'at' and 'every'", "at: TIME, or every: INTERVAL")
@@ -332,7 +332,7 @@ def _times(r: _Reader, entry: Dict[str, Any], path: Path, duration: float) -> Li
     return times
 
 
-def _node_targets(r: _Reader, entry: Dict[str, Any], path: Path, topology: Topology,
+def _node_targets(r: Reader, entry: Dict[str, Any], path: Path, topology: Topology,
                   kind: str) -> Tuple[List[Optional[str]], int]:
     """(candidate nodes, how many to pick each time) of a node action."""
     if ("node" in entry) == ("nodes" in entry):

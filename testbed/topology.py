@@ -40,7 +40,7 @@ def _allowed(options: Tuple[str, ...] | List[str]) -> str:
     return ", ".join(options)
 
 
-class _Reader:
+class Reader:
     """Validation helpers bound to one located document."""
 
     def __init__(self, doc: Located) -> None:
@@ -111,7 +111,7 @@ def parse_topology_text(text: str, file: str = "<text>") -> Topology:
 
 
 def parse_topology(doc: Located, accept_unemulated: Tuple[str, ...] = ()) -> Topology:
-    r = _Reader(doc)
+    r = Reader(doc)
     top = r.mapping(doc.data, (), TOP_KEYS)
     name = r.string(top.get("name"), ("name",), NAME_RE, NAME_ALLOWED) if "name" in top else \
         _default_name(doc.file)
@@ -215,7 +215,7 @@ def _default_name(file: str) -> str:
     return cleaned if cleaned[0].isalpha() else "t" + cleaned
 
 
-def _node(r: _Reader, name: str, fields: Dict[str, Any], defaults: Dict[str, Any],
+def _node(r: Reader, name: str, fields: Dict[str, Any], defaults: Dict[str, Any],
           kinds: Dict[str, Dict[str, Any]], path: Path) -> Node:
     from agents.roles import role_names
     from .runtimes import runtime_names
@@ -321,14 +321,14 @@ def apply_impairments(base: LinkProps, fields: Dict[str, Any], check_combination
     return props
 
 
-def _props(r: _Reader, fields: Dict[str, Any], path: Path, base: LinkProps) -> LinkProps:
+def _props(r: Reader, fields: Dict[str, Any], path: Path, base: LinkProps) -> LinkProps:
     try:
         return apply_impairments(base, fields)
     except ImpairmentError as exc:
         raise r.fail(path + (exc.key,), exc.message, exc.allowed) from None
 
 
-def _endpoint(r: _Reader, raw: Any, path: Path, nodes: Dict[str, Node], switches: Dict[str, Switch]) -> Endpoint:
+def _endpoint(r: Reader, raw: Any, path: Path, nodes: Dict[str, Node], switches: Dict[str, Switch]) -> Endpoint:
     text = r.string(raw, path, allowed="'NODE', 'NODE:INTERFACE' or 'SWITCH'")
     name, _, intf = text.partition(":")
     if name not in nodes and name not in switches:
@@ -345,7 +345,7 @@ def _endpoint(r: _Reader, raw: Any, path: Path, nodes: Dict[str, Node], switches
     return Endpoint(node=name, interface=intf or None)
 
 
-def _link(r: _Reader, raw: Any, path: Path, nodes: Dict[str, Node], switches: Dict[str, Switch],
+def _link(r: Reader, raw: Any, path: Path, nodes: Dict[str, Node], switches: Dict[str, Switch],
           defaults: LinkProps, index: int) -> Link:
     if isinstance(raw, list):
         raw = {"endpoints": raw}
@@ -385,7 +385,7 @@ def _link(r: _Reader, raw: Any, path: Path, nodes: Dict[str, Node], switches: Di
     return Link(a=a, b=b, forward=forward, backward=backward)
 
 
-def _assign_interface_names(r: _Reader, links: List[Link], paths: List[Path], nodes: Dict[str, Node]) -> None:
+def _assign_interface_names(r: Reader, links: List[Link], paths: List[Path], nodes: Dict[str, Node]) -> None:
     """Explicit names first; the rest get eth0, eth1, ... in link order, skipping taken names."""
     taken: Dict[str, Dict[str, int]] = {name: {} for name in nodes}
     for i, link in enumerate(links):
@@ -406,7 +406,7 @@ def _assign_interface_names(r: _Reader, links: List[Link], paths: List[Path], no
                 taken[end.node][end.interface] = -1
 
 
-def _check_switch_loops(r: _Reader, links: List[Link], paths: List[Path], switches: Dict[str, Switch]) -> None:
+def _check_switch_loops(r: Reader, links: List[Link], paths: List[Path], switches: Dict[str, Switch]) -> None:
     """Switches joined in a cycle flood broadcasts forever unless spanning tree is on."""
     parent = {name: name for name in switches}
 
@@ -428,7 +428,7 @@ def _check_switch_loops(r: _Reader, links: List[Link], paths: List[Path], switch
             parent[ra] = rb
 
 
-def _check_parent_tree(r: _Reader, nodes: Dict[str, Node]) -> None:
+def _check_parent_tree(r: Reader, nodes: Dict[str, Node]) -> None:
     """Nodes that name a `parent` (tree servers, tree components) must form a tree."""
     for name, node in nodes.items():
         if "parent" not in node.params:
