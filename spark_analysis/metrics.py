@@ -396,7 +396,7 @@ class RunData:
         cnt, _, nreached, worst = _group_stats(self.p_msg, U, self.p_latency, self.p_reached)
         complete = (cnt > 0) & (nreached == cnt)
         ok = self.d_msg >= 0
-        pairs = _unique(self.d_msg[ok] * np.int64(self.NN) + self.d_node[ok])
+        pairs = unique(self.d_msg[ok] * np.int64(self.NN) + self.d_node[ok])
         delivered = np.bincount(pairs // self.NN, minlength=U) if len(pairs) else np.zeros(U, np.int64)
         names = np.array(self.nodes.names, dtype=object)
         types = [self.type_label(t) for t in self.s_type[first]] if U else []
