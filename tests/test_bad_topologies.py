@@ -7,7 +7,19 @@ import os
 
 import pytest
 
+from testbed import yamlio
 from testbed.cli import main
+from testbed.errors import ValidationError
+
+
+def laughs(indent: str, levels: int = 10) -> str:
+    """"Billion laughs": ten values, then `levels - 1` lists of ten aliases of the list before, each
+    line one list (10**levels values once expanded). The 6th list passes a million values, at its
+    8th alias of the 5th."""
+    lines = [f"{indent}l0: &l0 [{', '.join(['lol'] * 10)}]\n"]
+    lines += [f"{indent}l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, levels)]
+    return "".join(lines)
+
 
 # (case name, file text, expected line, field in the message, words of the message)
 CORPUS = [
@@ -98,6 +110,18 @@ CORPUS = [
      "generate.levels", "unknown field 'levels' for shape cluster"),
     ("tree too large", "generate: {shape: tree, levels: 9, children: 6, components: 5}\n", 1, "generate",
      "at most 5000 nodes"),
+    # aliases are expanded into copies: bounded in number, depth, and never inside their own anchor
+    ("aliases that expand ten billion times", "nodes:\n  a:\n    attributes:\n" + laughs("      "), 9,
+     "nodes.a.attributes.l5[7]", "alias *l4 takes the document beyond 1,000,000 values (allowed: at most 1,000,000"),
+    ("alias inside its own anchor", "nodes:\n  a:\n    attributes: &x {loop: [*x]}\n", 3,
+     "nodes.a.attributes.loop[0]", "alias *x refers to a value that contains it (&x on line 3)"),
+    ("merge key naming its own mapping", "kinds:\n  server: &s\n    role: idle\n    <<: *s\n", 4,
+     "kinds.server.<<", "alias *s refers to a value that contains it"),
+    ("lists nested 100000 deep", "nodes: {a: {attributes: {x: " + "[" * 100000 + "]" * 100000 + "}}}\n", 1, "",
+     "nested more than 100 levels deep (allowed: at most 100 levels"),
+    ("nesting deepened by an alias", "kinds:\n  k: {attributes: {x: &d " + "[" * 60 + "]" * 60 + "}}\nnodes:\n"
+     "  a: {attributes: {y: " + "[" * 50 + "*d" + "]" * 50 + "}}\n", 4, "nodes.a.attributes.y[0][0]",
+     "alias *d nests the document more than 100 levels deep"),
 ]
 
 
@@ -125,6 +149,40 @@ def test_validate_and_show_report_the_same_errors(tmp_path, capsys):
     for verb in (["topo", "validate"], ["topo", "show"]):
         assert main(verb + [str(path)]) == 2
         assert "unknown node or switch 'b'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["aliases that expand ten billion times", "alias inside its own anchor",
+                                  "lists nested 100000 deep"])
+def test_topo_show_refuses_runaway_aliases_and_nesting_with_exit_2(tmp_path, capsys, name):
+    _, text, line, field, words = next(case for case in CORPUS if case[0] == name)
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    assert main(["topo", "show", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert not captured.out and f"{path}:{line}: " in captured.err and words in captured.err, captured.err
+
+
+def test_the_value_budget_counts_each_alias_at_its_expanded_size(monkeypatch):
+    text = "a: &a [1, 2]\nb: *a\n"  # the mapping, 2 keys, the list and its 2 items, then 3 again
+    monkeypatch.setattr(yamlio, "MAX_VALUES", 9)
+    assert yamlio.load_text(text, "f.yaml").data == {"a": [1, 2], "b": [1, 2]}
+    monkeypatch.setattr(yamlio, "MAX_VALUES", 8)
+    with pytest.raises(ValidationError) as exc:
+        yamlio.load_text(text, "f.yaml")
+    assert (exc.value.line, exc.value.field) == (2, "b") and "alias *a takes the document beyond 8 values" in str(exc.value)
+    with pytest.raises(ValidationError) as exc:
+        yamlio.load_text("a: [1, 2, 3, 4, 5, 6]\n", "f.yaml")  # the 6th item is the 9th value
+    assert (exc.value.line, exc.value.field) == (1, "a[5]") and "beyond 8 values" in str(exc.value)
+
+
+def test_an_alias_inside_its_own_anchor_is_refused_at_any_depth():
+    for text, line, field in [("&a [*a]\n", 1, "[0]"), ("x: 1\na: &a\n  b: [1, {c: *a}]\n", 3, "a.b[1].c"),
+                              ("a: &a {k: v, <<: *a}\n", 1, "a.<<")]:
+        with pytest.raises(ValidationError) as exc:
+            yamlio.load_text(text, "f.yaml")
+        assert (exc.value.line, exc.value.field) == (line, field), text
+        assert "alias *a refers to a value that contains it" in exc.value.message
+        assert "aliases that refer to themselves are not allowed" in exc.value.allowed
 
 
 def test_missing_file_is_a_usage_error(tmp_path, capsys):

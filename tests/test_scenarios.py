@@ -10,6 +10,7 @@ from testbed.cli import main
 from testbed.scenario import load_scenario, parse_scenario_text
 
 from .conftest import ROOT
+from .test_bad_topologies import laughs
 
 LINE3 = os.path.join(ROOT, "topologies", "line3.yaml")
 HEAD = f"topology: {LINE3}\nduration: 10s\n"
@@ -67,6 +68,10 @@ BAD = [
      "timeline[0].direction", "both, a_to_b, b_to_a"),
     ("exec without a command", "timeline:\n  - {at: 2s, action: exec, node: h1}\n", 4, "timeline[0].command",
      "a non-empty string"),
+    ("aliases that expand ten billion times", "workload:\n  defaults:\n    params:\n" + laughs("      "), 11,
+     "workload.defaults.params.l5[7]", "alias *l4 takes the document beyond 1,000,000 values"),
+    ("alias inside its own anchor", "timeline: &t\n  - {at: 1s, action: exec, node: h1, command: *t}\n", 4,
+     "timeline[0].command", "alias *t refers to a value that contains it"),
 ]
 
 
