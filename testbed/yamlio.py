@@ -176,7 +176,12 @@ def _convert(node: Any, path: Path, lines: Dict[Path, int], file: str, construct
     if isinstance(node, yaml.SequenceNode):
         return [_convert(item, path + (i,), lines, file, construct) for i, item in enumerate(node.value)]
     # one constructor per document: it remembers every node it constructed
-    return construct.construct_object(node, deep=True)
+    try:
+        return construct.construct_object(node, deep=True)
+    except (ValueError, KeyError, TypeError, OverflowError):  # e.g. !!int abc, 2001-02-30, !!bool maybe
+        kind = node.tag.rsplit(":", 1)[-1]
+        raise ValidationError(file, dotted(path), f"{node.value!r} is not a valid {kind}",
+                              f"a valid {kind}, or the text in quotes", line=lines[path]) from None
 
 
 def dotted(path: Path) -> str:

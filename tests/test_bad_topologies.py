@@ -122,6 +122,10 @@ CORPUS = [
     ("nesting deepened by an alias", "kinds:\n  k: {attributes: {x: &d " + "[" * 60 + "]" * 60 + "}}\nnodes:\n"
      "  a: {attributes: {y: " + "[" * 50 + "*d" + "]" * 50 + "}}\n", 4, "nodes.a.attributes.y[0][0]",
      "alias *d nests the document more than 100 levels deep"),
+    ("impossible date", "nodes:\n  a:\n    attributes: {born: 2001-02-30}\n", 3, "nodes.a.attributes.born",
+     "'2001-02-30' is not a valid timestamp"),
+    ("int tag on a word", "nodes:\n  a: {attributes: {n: !!int many}}\n", 2, "nodes.a.attributes.n",
+     "'many' is not a valid int"),
 ]
 
 
