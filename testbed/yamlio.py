@@ -196,8 +196,12 @@ def dotted(path: Path) -> str:
 
 
 
-def load_text(text: str, file: str) -> Located:
-    """Parse one YAML document; syntax errors become ValidationErrors with the line."""
+class _NotYAML(ValidationError):
+    """A syntax error: the text is not YAML."""
+
+
+def _load(text: str, file: str) -> Optional[Located]:
+    """The located value of one YAML document, None if it holds none."""
     loader = _Loader(text, file)
     try:
         root = loader.get_single_node()
@@ -205,13 +209,13 @@ def load_text(text: str, file: str) -> Located:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         problem = exc.problem or str(exc)
-        raise ValidationError(file, "", f"YAML syntax error: {problem}", line=line) from None
+        raise _NotYAML(file, "", f"YAML syntax error: {problem}", line=line) from None
     except yaml.YAMLError as exc:
-        raise ValidationError(file, "", f"YAML syntax error: {exc}") from None
+        raise _NotYAML(file, "", f"YAML syntax error: {exc}") from None
     finally:
         loader.dispose()
     if root is None:
-        raise ValidationError(file, "", "the file is empty", "a YAML mapping", line=1)
+        return None
     _check_size(root, file)
     lines: Dict[Path, int] = {}
     try:
@@ -220,6 +224,30 @@ def load_text(text: str, file: str) -> Located:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise ValidationError(file, "", f"YAML value error: {exc.problem}", line=line) from None
     return Located(data, lines, file)
+
+
+def load_text(text: str, file: str) -> Located:
+    """Parse one YAML document; syntax errors become ValidationErrors with the line."""
+    doc = _load(text, file)
+    if doc is None:
+        raise ValidationError(file, "", "the file is empty", "a YAML mapping", line=1)
+    return doc
+
+
+def load_value(text: str, file: str, text_if_not_yaml: bool = False) -> Any:
+    """One YAML value given outside a file, such as the VALUE of `--set PATH=VALUE`, within the
+    same bounds as a file. (yaml.safe_load has none: deep nesting ends in a RecursionError, and as
+    it shares an alias's value instead of copying it, nested aliases or an alias inside its own
+    anchor load at once and hang or fail later, when the value is written out as JSON.) Empty text
+    is null; text that is not YAML is returned as it is if `text_if_not_yaml`, else refused like a
+    file's syntax error."""
+    try:
+        doc = _load(text, file)
+    except _NotYAML:
+        if text_if_not_yaml:
+            return text
+        raise
+    return None if doc is None else doc.data
 
 
 def load_file(path: str) -> Located:

@@ -189,6 +189,19 @@ def test_an_alias_inside_its_own_anchor_is_refused_at_any_depth():
         assert "aliases that refer to themselves are not allowed" in exc.value.allowed
 
 
+def test_a_set_value_gets_the_same_bounds_as_a_file():
+    """load_value is for `--set PATH=VALUE` (scenario.apply_overrides still uses yaml.safe_load)."""
+    assert yamlio.load_value("[1, {a: b}]", "--set") == [1, {"a": "b"}]
+    assert yamlio.load_value("", "--set") is None
+    assert yamlio.load_value("[1, 2", "--set", text_if_not_yaml=True) == "[1, 2"
+    with pytest.raises(ValidationError, match="YAML syntax error"):
+        yamlio.load_value("[1, 2", "--set")
+    for text, words in [("&a [*a]", "refers to a value that contains it"), ("[" * 5000 + "]" * 5000, "nested more than 100"),
+                        ("{" + laughs("", 7).replace("\n", ", ") + "}", "beyond 1,000,000 values")]:
+        with pytest.raises(ValidationError, match="--set:1: .*" + words):
+            yamlio.load_value(text, "--set", text_if_not_yaml=True)
+
+
 def test_missing_file_is_a_usage_error(tmp_path, capsys):
     assert main(["up", str(tmp_path / "nope.yaml")]) == 2
     assert "no such file" in capsys.readouterr().err
