@@ -15,8 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from . import addressing, generators
 from .errors import ValidationError
 from .model import Endpoint, Link, LinkProps, Node, Switch, Topology
-from .units import (FRACTION_ALLOWED, RATE_ALLOWED, TIME_ALLOWED, parse_fraction, parse_rate_mbit,
-                    parse_time_ms)
+from .units import DELAY_ALLOWED, FRACTION_ALLOWED, RATE_ALLOWED, parse_delay_ms, parse_fraction, parse_rate_mbit
 from .yamlio import Located, Path, dotted, load_file, load_text
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
@@ -278,8 +277,8 @@ def _node(r: _Reader, name: str, fields: Dict[str, Any], defaults: Dict[str, Any
 
 
 _IMPAIRMENT_FIELDS = {
-    "delay": ("delay_ms", parse_time_ms, TIME_ALLOWED),
-    "jitter": ("jitter_ms", parse_time_ms, TIME_ALLOWED),
+    "delay": ("delay_ms", parse_delay_ms, DELAY_ALLOWED),
+    "jitter": ("jitter_ms", parse_delay_ms, DELAY_ALLOWED),
     "bandwidth": ("bandwidth_mbit", parse_rate_mbit, RATE_ALLOWED),
     "loss": ("loss", parse_fraction, FRACTION_ALLOWED),
     "corruption": ("corruption", parse_fraction, FRACTION_ALLOWED),

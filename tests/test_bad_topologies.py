@@ -122,11 +122,73 @@ CORPUS = [
     ("nesting deepened by an alias", "kinds:\n  k: {attributes: {x: &d " + "[" * 60 + "]" * 60 + "}}\nnodes:\n"
      "  a: {attributes: {y: " + "[" * 50 + "*d" + "]" * 50 + "}}\n", 4, "nodes.a.attributes.y[0][0]",
      "alias *d nests the document more than 100 levels deep"),
+    # every quantity is finite and within what the machine takes (the full matrix is below)
+    ("infinite delay", "nodes: {a: {}, b: {}}\nlinks:\n  - endpoints: [a, b]\n    delay: .inf\n", 4,
+     "links[0].delay", "inf is not finite (allowed: a delay from 0 to 240s"),
+    ("loss not a number", "nodes: {a: {}, b: {}}\nlink_defaults: {loss: .nan}\nlinks:\n  - [a, b]\n", 2,
+     "link_defaults.loss", "nan is not a number"),
+    ("bandwidth beyond tc", "nodes: {a: {}, b: {}}\nlinks:\n  - endpoints: [a, b]\n    b_to_a: {bandwidth: 1.0e+300}\n",
+     4, "links[0].b_to_a.bandwidth", "1e+300 is above 100gbit (allowed: a rate from 1kbit to 100gbit"),
+    ("delay beyond netem", "nodes: {a: {}, b: {}}\nlinks:\n  - endpoints: [a, b]\n    delay: 5m\n", 4,
+     "links[0].delay", "5m is longer than 240s"),
     ("impossible date", "nodes:\n  a:\n    attributes: {born: 2001-02-30}\n", 3, "nodes.a.attributes.born",
      "'2001-02-30' is not a valid timestamp"),
     ("int tag on a word", "nodes:\n  a: {attributes: {n: !!int many}}\n", 2, "nodes.a.attributes.n",
      "'many' is not a valid int"),
 ]
+
+
+# Numbers YAML reads that no quantity may be: (YAML text, words of the message for delay and jitter,
+# for bandwidth, for the probabilities). 1.0e+300 is a float; YAML 1.1 reads 1e300 as the string
+# '1e300', refused as "not a duration" before any of this.
+NON_FINITE = [
+    (".inf", "inf is not finite", "inf is not finite", "inf is not finite"),
+    ("-.inf", "-inf is not finite", "-inf is not finite", "-inf is not finite"),
+    (".nan", "nan is not a number", "nan is not a number", "nan is not a number"),
+    ("1.0e+300", "1e+300 is longer than 240s", "1e+300 is above 100gbit", "1e+300 is outside [0, 1]"),
+    ("1" + "0" * 400, " is longer than 240s", " is above 100gbit", " is outside [0, 1]"),  # an int too large for a float
+]
+# (where, the text around the impairment, its line, the field's path)
+IMPAIRMENT_PLACES = [
+    ("link_defaults", "nodes: {a: {}, b: {}}\nlink_defaults:\n  {field}: {value}\nlinks:\n  - [a, b]\n", 3,
+     "link_defaults.{field}"),
+    ("link", "nodes: {a: {}, b: {}}\nlinks:\n  - endpoints: [a, b]\n    {field}: {value}\n", 4, "links[0].{field}"),
+    ("a_to_b", "nodes: {a: {}, b: {}}\nlinks:\n  - endpoints: [a, b]\n    a_to_b:\n      {field}: {value}\n", 5,
+     "links[0].a_to_b.{field}"),
+]
+
+
+@pytest.mark.parametrize("where, around, line, field", IMPAIRMENT_PLACES, ids=[p[0] for p in IMPAIRMENT_PLACES])
+@pytest.mark.parametrize("value, time_words, rate_words, fraction_words", NON_FINITE, ids=[v[0][:8] for v in NON_FINITE])
+@pytest.mark.parametrize("impairment", ["delay", "jitter", "bandwidth", "loss", "corruption", "duplication",
+                                        "reordering"])
+def test_every_impairment_refuses_infinite_nan_and_huge_numbers(tmp_path, capsys, where, around, line, field, value,
+                                                                time_words, rate_words, fraction_words, impairment):
+    from testbed.units import DELAY_ALLOWED, FRACTION_ALLOWED, RATE_ALLOWED
+
+    words, allowed = {"delay": (time_words, DELAY_ALLOWED), "jitter": (time_words, DELAY_ALLOWED),
+                      "bandwidth": (rate_words, RATE_ALLOWED)}.get(impairment, (fraction_words, FRACTION_ALLOWED))
+    path = tmp_path / "bad.yaml"
+    path.write_text(around.replace("{field}", impairment).replace("{value}", value))
+    assert main(["topo", "validate", str(path)]) == 2  # validate builds nothing, whatever it accepts
+    err = capsys.readouterr().err.strip()
+    assert f"{path}:{line}: {field.format(field=impairment)}: " in err, err
+    assert words in err and f"(allowed: {allowed})" in err, err
+
+
+def test_link_bounds_are_what_tc_takes(tmp_path):
+    """Up to 240s of delay (netem takes 274.877 s) and 1kbit to 100gbit pass; a little beyond does not."""
+    from testbed.topology import parse_topology_text
+
+    ok = parse_topology_text("nodes: {a: {}, b: {}}\nlinks:\n  - {endpoints: [a, b], delay: 240s, jitter: 240000,"
+                             " bandwidth: 100gbit, b_to_a: {bandwidth: 1kbit}}\n", "t.yaml")
+    assert ok.links[0].forward.delay_ms == 240000 and ok.links[0].forward.bandwidth_mbit == 100000
+    assert ok.links[0].backward.bandwidth_mbit == 0.001
+    for impairment, words in [("delay: 240.5s", "240.5s is longer than 240s"), ("bandwidth: 999bit", "below 1kbit"),
+                              ("bandwidth: 100001mbit", "is above 100gbit")]:
+        with pytest.raises(ValidationError, match=words):
+            parse_topology_text(f"nodes: {{a: {{}}, b: {{}}}}\nlinks:\n  - {{endpoints: [a, b], {impairment}}}\n",
+                                "t.yaml")
 
 
 def test_the_corpus_has_at_least_thirty_cases():

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from testbed.cli import main
+from testbed.errors import ValidationError
 from testbed.scenario import load_scenario, parse_scenario_text
 
 from .conftest import ROOT
@@ -68,6 +69,10 @@ BAD = [
      "timeline[0].direction", "both, a_to_b, b_to_a"),
     ("exec without a command", "timeline:\n  - {at: 2s, action: exec, node: h1}\n", 4, "timeline[0].command",
      "a non-empty string"),
+    ("infinite duration", "SUB:duration: .inf\n", 1, "duration", "inf is not finite"),
+    ("warm-up that overflows time.sleep", "warmup: 1.0e+300\n", 3, "warmup", "1e+300 is longer than 365 days"),
+    ("set_link loss not a number", "timeline:\n  - {at: 2s, action: set_link, link: [h1, s1], loss: .nan}\n", 4,
+     "timeline[0].loss", "nan is not a number"),
     ("aliases that expand ten billion times", "workload:\n  defaults:\n    params:\n" + laughs("      "), 11,
      "workload.defaults.params.l5[7]", "alias *l4 takes the document beyond 1,000,000 values"),
     ("alias inside its own anchor", "timeline: &t\n  - {at: 1s, action: exec, node: h1, command: *t}\n", 4,
@@ -83,6 +88,55 @@ def _text(body):
         lines = [line for line in HEAD.splitlines() if not line.startswith(key + ":")]
         return "\n".join(lines[:0] + [body[4:].rstrip("\n")] + lines) + "\n"
     return HEAD + body
+
+
+# Every quantity of a scenario: (name, text after HEAD with VALUE for the value, or SUB: to replace
+# HEAD's line, its line, the field, which kind of quantity)
+QUANTITIES = [
+    ("duration", "SUB:duration: VALUE\n", 1, "duration", "time"),
+    ("warmup", "warmup: VALUE\n", 3, "warmup", "time"),
+    ("quiet", "quiet: VALUE\n", 3, "quiet", "time"),
+    ("at", "timeline:\n  - {at: VALUE, action: kill, node: h1}\n", 4, "timeline[0].at", "time"),
+    ("every", "timeline:\n  - {every: VALUE, action: pause, node: h1}\n", 4, "timeline[0].every", "time"),
+    ("start", "timeline:\n  - {every: 2s, start: VALUE, action: pause, node: h1}\n", 4, "timeline[0].start", "time"),
+    ("until", "timeline:\n  - {every: 2s, until: VALUE, action: pause, node: h1}\n", 4, "timeline[0].until", "time"),
+    ("for", "timeline:\n  - {at: 2s, action: pause, node: h1, for: VALUE}\n", 4, "timeline[0].for", "time"),
+] + [
+    (f"set_link {key}", f"timeline:\n  - {{at: 2s, action: set_link, link: [h1, s1], {key}: VALUE}}\n", 4,
+     f"timeline[0].{key}", kind)
+    for key, kind in [("delay", "delay"), ("jitter", "delay"), ("bandwidth", "rate"), ("loss", "fraction"),
+                      ("corruption", "fraction"), ("duplication", "fraction"), ("reordering", "fraction")]
+]
+HUGE = {"time": "1e+300 is longer than 365 days", "delay": "1e+300 is longer than 240s",
+        "rate": "1e+300 is above 100gbit", "fraction": "1e+300 is outside [0, 1]"}
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "1.0e+300"])
+@pytest.mark.parametrize("name, body, line, field, kind", QUANTITIES, ids=[q[0] for q in QUANTITIES])
+def test_every_scenario_quantity_refuses_infinite_nan_and_huge_numbers(name, body, line, field, kind, value):
+    from testbed import units
+
+    words = {".inf": "inf is not finite", "-.inf": "-inf is not finite", ".nan": "nan is not a number",
+             "1.0e+300": HUGE[kind]}[value]
+    allowed = {"time": units.TIME_ALLOWED, "delay": units.DELAY_ALLOWED, "rate": units.RATE_ALLOWED,
+               "fraction": units.FRACTION_ALLOWED}[kind]
+    with pytest.raises(ValidationError) as exc:
+        parse_scenario_text(_text(body.replace("VALUE", value)), "s.yaml")
+    error = exc.value
+    assert (error.file, error.line, error.field) == ("s.yaml", line, field), str(error)
+    assert words in error.message and error.allowed == allowed, str(error)
+
+
+def test_set_overrides_are_validated_like_the_file(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD)
+    for override, line, field, words in [("duration=.inf", 2, "duration", "inf is not finite"),
+                                         ("warmup=1.0e+300", 1, "warmup", "longer than 365 days"),
+                                         ("quiet=.nan", 1, "quiet", "nan is not a number")]:
+        with pytest.raises(ValidationError) as exc:
+            load_scenario(str(path), overrides=(override,))
+        assert (exc.value.file, exc.value.line, exc.value.field) == (str(path), line, field), str(exc.value)
+        assert words in exc.value.message
 
 
 def test_the_scenario_corpus_has_at_least_twenty_cases():
