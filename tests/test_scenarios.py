@@ -28,7 +28,7 @@ BAD = [
     ("unknown role in workload", "workload:\n  defaults: {role: gossiper}\n", 4, "workload.defaults.role",
      "unknown value 'gossiper'"),
     ("negative rate", "workload:\n  defaults: {role: probe, params: {rate: -5}}\n", 4, "workload.defaults.params.rate",
-     "at least 0"),
+     "-5 is not allowed (node h1) (allowed: messages per second, a number from 0 to 10000)"),
     ("unknown probe parameter", "workload:\n  nodes:\n    h1: {role: probe, params: {rtae: 5}}\n", 5,
      "workload.nodes.h1.params.rtae", "unknown parameter 'rtae'"),
     ("workload for an unknown node", "workload:\n  nodes:\n    h9: {role: probe}\n", 5, "workload.nodes.h9",
@@ -137,6 +137,58 @@ def test_set_overrides_are_validated_like_the_file(tmp_path):
             load_scenario(str(path), overrides=(override,))
         assert (exc.value.file, exc.value.line, exc.value.field) == (str(path), line, field), str(exc.value)
         assert words in exc.value.message
+
+
+CLUSTER = os.path.join(ROOT, "topologies", "cluster-3-9.yaml")
+# (role, node, parameter): every number a role takes, for one node of line3 (probe) or C[3,9] (AbC)
+ROLE_NUMBERS = [("probe", "h1", p) for p in ("rate", "size", "count", "start_delay")] + \
+    [("abc-component", "c1", p) for p in ("providers", "rate", "time_unit_ms", "transmission_rate", "count", "size",
+                                          "start_delay")] + \
+    [("abc-cluster-server", "srv1", p) for p in ("time_unit_ms", "transmission_rate")]
+# (role, parameter, a value just beyond what it takes): a huge value would spin, hang or exhaust a node
+ROLE_BOUNDS = [("probe", "rate", "10001"), ("probe", "rate", "1.0e+300"), ("probe", "size", str(64 * 2 ** 20 + 1)),
+               ("probe", "count", str(2 ** 31)), ("probe", "start_delay", "31536001"),
+               ("abc-component", "time_unit_ms", "1.0e+300"), ("abc-component", "size", "1" + "0" * 30),
+               ("abc-component", "count", str(2 ** 31)), ("abc-component", "start_delay", "1.0e+300"),
+               ("abc-cluster-server", "time_unit_ms", "31536000001")]
+
+
+def _role_text(role, node, param, value):
+    """The scenario, with the parameter on line 7 (probe) or 10 (AbC)."""
+    if role == "probe":
+        head = HEAD + "workload:\n  nodes:\n"
+    else:
+        head = f"topology: {CLUSTER}\nduration: 10s\nworkload:\n  kinds:\n    server: {{role: abc-cluster-server}}\n" \
+               "    component: {role: abc-component}\n  nodes:\n"
+    return head + f"    {node}:\n      role: {role}\n      params: {{{param}: {value}}}\n"
+
+
+@pytest.mark.parametrize("value, words", [(".inf", "inf is not finite"), ("-.inf", "-inf is not finite"),
+                                          (".nan", "nan is not a number")])
+@pytest.mark.parametrize("role, node, param", ROLE_NUMBERS, ids=[f"{r}.{p}" for r, _, p in ROLE_NUMBERS])
+def test_role_parameters_refuse_infinite_and_nan(role, node, param, value, words):
+    from agents.roles import check_params
+
+    with pytest.raises(ValidationError) as exc:
+        parse_scenario_text(_role_text(role, node, param, value), "s.yaml")
+    error = exc.value
+    assert (error.line, error.field) == (7 if role == "probe" else 10, f"workload.nodes.{node}.params.{param}"), str(error)
+    assert error.message == f"{words} (node {node})" and error.allowed == check_params(role, {param: -1.5})[2], str(error)
+
+
+@pytest.mark.parametrize("role, param, value", ROLE_BOUNDS, ids=[f"{r}.{p}={v[:10]}" for r, p, v in ROLE_BOUNDS])
+def test_role_parameters_refuse_what_would_overflow_or_hang_a_node(role, param, value):
+    node = {"probe": "h1", "abc-component": "c1", "abc-cluster-server": "srv1"}[role]
+    with pytest.raises(ValidationError) as exc:
+        parse_scenario_text(_role_text(role, node, param, value), "s.yaml")
+    assert exc.value.field == f"workload.nodes.{node}.params.{param}" and "is not allowed" in exc.value.message
+    assert " to " in exc.value.allowed or "at most" in exc.value.allowed, str(exc.value)
+
+
+def test_role_parameters_at_their_bounds_are_taken():
+    scenario = parse_scenario_text(_role_text("probe", "h1", "rate", "10000, size: 67108864, count: 2147483647, "
+                                              "start_delay: 31536000"), "s.yaml")
+    assert scenario.topology.nodes["h1"].params["rate"] == 10000
 
 
 def test_the_scenario_corpus_has_at_least_twenty_cases():
