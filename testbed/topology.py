@@ -176,6 +176,7 @@ def parse_topology(doc: Located, accept_unemulated: Tuple[str, ...] = ()) -> Top
     _assign_interface_names(r, links, link_paths, nodes)
     _check_switch_loops(r, links, link_paths, switches)
     _check_parent_tree(r, nodes)
+    _check_role_params(r, nodes)
 
     addr = r.mapping(top.get("addressing"), ("addressing",), ADDRESSING_KEYS)
     pool_text = addr.get("pool", "10.0.0.0/8")
@@ -420,6 +421,27 @@ def _check_switch_loops(r: _Reader, links: List[Link], paths: List[Path], switch
                              "this link closes a loop of switches, which floods broadcasts forever",
                              "a loop-free set of switch links, or stp: true on the switches of the loop")
             parent[ra] = rb
+
+
+def _check_role_params(r: _Reader, nodes: Dict[str, Node]) -> None:
+    """The parameters of each node's role, as the role declares them: `testbed up` starts the
+    agents with them, so a rate of .inf must not get past here. A scenario checks them again once
+    its workload has set roles and parameters."""
+    from agents.roles import check_params
+
+    for name, node in nodes.items():
+        problem = check_params(node.role, node.params)
+        if not problem:
+            continue
+        param, message, allowed = problem
+        # the line that set it: the node's own params, its kind's, the defaults', else the node's
+        # entry or the generator that made it
+        candidates = [("nodes", name, "params", param)]
+        if node.kind:
+            candidates.append(("kinds", node.kind, "params", param))
+        candidates += [("defaults", "params", param), ("nodes", name), ("generate",)]
+        path = next((c for c in candidates if c in r.doc.lines), ("nodes", name))
+        raise r.fail(path, f"{message} (node {name})", allowed)
 
 
 def _check_parent_tree(r: _Reader, nodes: Dict[str, Node]) -> None:

@@ -131,6 +131,15 @@ CORPUS = [
      4, "links[0].b_to_a.bandwidth", "1e+300 is above 100gbit (allowed: a rate from 1kbit to 100gbit"),
     ("delay beyond netem", "nodes: {a: {}, b: {}}\nlinks:\n  - endpoints: [a, b]\n    delay: 5m\n", 4,
      "links[0].delay", "5m is longer than 240s"),
+    # `testbed up` starts the agents with the topology's roles and parameters: checked like a scenario's
+    ("probe rate of .inf", "nodes:\n  a:\n    role: probe\n    params: {rate: .inf}\n", 4, "nodes.a.params.rate",
+     "inf is not finite (node a) (allowed: messages per second, a number from 0 to 10000)"),
+    ("AbC time unit of .nan from a kind", "kinds:\n  comp:\n    role: abc-component\n    params: {time_unit_ms: .nan}\n"
+     "nodes:\n  c1: {kind: comp}\n", 4, "kinds.comp.params.time_unit_ms", "nan is not a number (node c1)"),
+    ("unknown probe parameter", "defaults:\n  role: probe\n  params: {rtae: 5}\nnodes: {a: {}}\n", 3,
+     "defaults.params.rtae", "unknown parameter 'rtae' of role probe"),
+    ("probe size from the generator", "generate:\n  shape: cluster\n  servers: 1\n  components: 2\n"
+     "  component: {role: probe, params: {size: 100000000}}\n", 1, "generate", "100000000 is not allowed (node c1)"),
     ("impossible date", "nodes:\n  a:\n    attributes: {born: 2001-02-30}\n", 3, "nodes.a.attributes.born",
      "'2001-02-30' is not a valid timestamp"),
     ("int tag on a word", "nodes:\n  a: {attributes: {n: !!int many}}\n", 2, "nodes.a.attributes.n",
