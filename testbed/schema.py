@@ -17,8 +17,8 @@ NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,31}$"
 
 # The bounds of a string (240s, 100gbit) are left to the loader, which names them.
 _delay = {"description": "a delay from 0 to 240s: 20ms, 1.5s, 300us, or a number of milliseconds",
-             "oneOf": [{"type": "number", "minimum": 0, "maximum": MAX_DELAY_MS},
-                       {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*(us|µs|ms|s|m)?\s*$"}]}
+          "oneOf": [{"type": "number", "minimum": 0, "maximum": MAX_DELAY_MS},
+                    {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*(us|µs|ms|s|m)?\s*$"}]}
 _fraction = {"description": "a probability 0..1 or a percentage such as 10%",
              "oneOf": [{"type": "number", "minimum": 0, "maximum": 1},
                        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"}]}
