@@ -15,22 +15,24 @@ from typing import Any, Dict
 
 from .generators import SHAPES
 from .topology import IMPAIRMENT_KEYS, ROUTING_MODES, SWITCH_TYPES
+from .units import MAX_DELAY_MS, MAX_RATE_MBIT, MIN_RATE_MBIT
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,31}$"
 
-_duration = {"description": "a duration: 20ms, 1.5s, 300us, or a number of milliseconds",
-             "oneOf": [{"type": "number", "minimum": 0},
-                       {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*(us|µs|ms|s|m)?\s*$"}]}
+# The bounds of a string (240s, 100gbit) are left to the loader, which names them.
+_delay = {"description": "a delay from 0 to 240s: 20ms, 1.5s, 300us, or a number of milliseconds",
+          "oneOf": [{"type": "number", "minimum": 0, "maximum": MAX_DELAY_MS},
+                    {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*(us|µs|ms|s|m)?\s*$"}]}
 _fraction = {"description": "a probability 0..1 or a percentage such as 10%",
              "oneOf": [{"type": "number", "minimum": 0, "maximum": 1},
                        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"}]}
-_rate = {"description": "a rate: 10mbit, 500kbit, 1gbit, or a number of Mbit/s",
-         "oneOf": [{"type": "number", "exclusiveMinimum": 0},
+_rate = {"description": "a rate from 1kbit to 100gbit: 10mbit, 500kbit, 1gbit, or a number of Mbit/s",
+         "oneOf": [{"type": "number", "minimum": MIN_RATE_MBIT, "maximum": MAX_RATE_MBIT},
                    {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[kKmMgG]?(bit|bps|bit/s|b/s)?\s*$"}]}
 
 
 def _impairments() -> Dict[str, Any]:
-    return {"delay": _duration, "jitter": _duration, "loss": _fraction, "bandwidth": _rate,
+    return {"delay": _delay, "jitter": _delay, "loss": _fraction, "bandwidth": _rate,
             "corruption": _fraction, "duplication": _fraction, "reordering": _fraction}
 
 

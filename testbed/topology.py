@@ -15,8 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from . import addressing, generators
 from .errors import ValidationError
 from .model import Endpoint, Link, LinkProps, Node, Switch, Topology
-from .units import (FRACTION_ALLOWED, RATE_ALLOWED, TIME_ALLOWED, parse_fraction, parse_rate_mbit,
-                    parse_time_ms)
+from .units import DELAY_ALLOWED, FRACTION_ALLOWED, RATE_ALLOWED, parse_delay_ms, parse_fraction, parse_rate_mbit
 from .yamlio import Located, Path, dotted, load_file, load_text
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
@@ -177,6 +176,7 @@ def parse_topology(doc: Located, accept_unemulated: Tuple[str, ...] = ()) -> Top
     _assign_interface_names(r, links, link_paths, nodes)
     _check_switch_loops(r, links, link_paths, switches)
     _check_parent_tree(r, nodes)
+    _check_role_params(r, nodes)
 
     addr = r.mapping(top.get("addressing"), ("addressing",), ADDRESSING_KEYS)
     pool_text = addr.get("pool", "10.0.0.0/8")
@@ -278,8 +278,8 @@ def _node(r: Reader, name: str, fields: Dict[str, Any], defaults: Dict[str, Any]
 
 
 _IMPAIRMENT_FIELDS = {
-    "delay": ("delay_ms", parse_time_ms, TIME_ALLOWED),
-    "jitter": ("jitter_ms", parse_time_ms, TIME_ALLOWED),
+    "delay": ("delay_ms", parse_delay_ms, DELAY_ALLOWED),
+    "jitter": ("jitter_ms", parse_delay_ms, DELAY_ALLOWED),
     "bandwidth": ("bandwidth_mbit", parse_rate_mbit, RATE_ALLOWED),
     "loss": ("loss", parse_fraction, FRACTION_ALLOWED),
     "corruption": ("corruption", parse_fraction, FRACTION_ALLOWED),
@@ -426,6 +426,27 @@ def _check_switch_loops(r: Reader, links: List[Link], paths: List[Path], switche
                              "this link closes a loop of switches, which floods broadcasts forever",
                              "a loop-free set of switch links, or stp: true on the switches of the loop")
             parent[ra] = rb
+
+
+def _check_role_params(r: Reader, nodes: Dict[str, Node]) -> None:
+    """The parameters of each node's role, as the role declares them: `testbed up` starts the
+    agents with them, so a rate of .inf must not get past here. A scenario checks them again once
+    its workload has set roles and parameters."""
+    from agents.roles import check_params
+
+    for name, node in nodes.items():
+        problem = check_params(node.role, node.params)
+        if not problem:
+            continue
+        param, message, allowed = problem
+        # the line that set it: the node's own params, its kind's, the defaults', else the node's
+        # entry or the generator that made it
+        candidates = [("nodes", name, "params", param)]
+        if node.kind:
+            candidates.append(("kinds", node.kind, "params", param))
+        candidates += [("defaults", "params", param), ("nodes", name), ("generate",)]
+        path = next((c for c in candidates if c in r.doc.lines), ("nodes", name))
+        raise r.fail(path, f"{message} (node {name})", allowed)
 
 
 def _check_parent_tree(r: Reader, nodes: Dict[str, Node]) -> None:

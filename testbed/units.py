@@ -1,12 +1,16 @@
 """Parsing of the quantities topology and scenario files use: times, rates and probabilities.
 
 Each parser returns the value in one base unit (milliseconds, Mbit/s, a fraction) or raises
-ValueError with the text a user should read; callers add the file, line and field.
+ValueError with the text a user should read; callers add the file, line and field. Every value is
+finite and bounded here, so that nothing downstream (time.sleep, tc) overflows or refuses it after
+the network is built: YAML reads `.inf` and `.nan` as floats.
 """
 
 from __future__ import annotations
 
+import math
 import re
+import sys
 from typing import Any
 
 _TIME = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(us|µs|ms|s|m)?\s*$", re.IGNORECASE)
@@ -15,8 +19,21 @@ _TIME_FACTOR_MS = {"us": 0.001, "µs": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000
 _RATE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([kmg]?)(bit|bps|bit/s|b/s)?\s*$", re.IGNORECASE)
 _RATE_FACTOR_MBIT = {"": 1e-6, "k": 1e-3, "m": 1.0, "g": 1e3}
 
-TIME_ALLOWED = "a duration such as 20ms, 1.5s or 300us (a bare number is milliseconds), at least 0"
-RATE_ALLOWED = "a rate above 0 such as 10mbit, 500kbit or 1gbit (a bare number is Mbit/s)"
+#: The longest duration (a scenario's duration, warm-up, quiet period, timeline times): a year.
+#: Far below what time.sleep and threading accept (threading.TIMEOUT_MAX, about 292 years).
+MAX_TIME_MS = 365 * 24 * 3600 * 1000.0
+#: The longest link delay or jitter. netem counts both in 32-bit ticks of 64 ns, so tc (iproute2
+#: 6.1) refuses more than 274.877 s ("Illegal ... time (too large)"); 240 s is a round figure inside.
+MAX_DELAY_MS = 240_000.0
+#: The slowest and fastest link. tc's tbf (bandwidth without netem) refuses a rate below 8 bit/s,
+#: and below about 1kbit its burst no longer holds a frame; with the burst the shaper computes it
+#: took up to 1tbit here and failed at 10tbit. 100gbit is well above what a veth pair carries.
+MIN_RATE_MBIT = 0.001
+MAX_RATE_MBIT = 100_000.0
+
+TIME_ALLOWED = "a duration from 0 to 365 days such as 20ms, 1.5s or 300us (a bare number is milliseconds)"
+DELAY_ALLOWED = "a delay from 0 to 240s such as 20ms, 1.5s or 300us (a bare number is milliseconds)"
+RATE_ALLOWED = "a rate from 1kbit to 100gbit such as 10mbit, 500kbit or 1gbit (a bare number is Mbit/s)"
 FRACTION_ALLOWED = "a probability from 0 to 1, or a percentage such as 10%"
 
 
@@ -24,10 +41,27 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def parse_time_ms(value: Any) -> float:
-    """`20ms`, `1.5s`, `300us` or a bare number of milliseconds → milliseconds (≥ 0)."""
+def _float(value: Any) -> float:
+    """float(value); an int too large for a float becomes the largest float, which is out of every
+    range, instead of an OverflowError."""
+    try:
+        return float(value)
+    except OverflowError:
+        return sys.float_info.max if value > 0 else -sys.float_info.max
+
+
+def _finite(number: float, shown: Any) -> float:
+    if math.isnan(number):
+        raise ValueError(f"{shown} is not a number")
+    if math.isinf(number):
+        raise ValueError(f"{shown} is not finite")
+    return number
+
+
+def parse_time_ms(value: Any, maximum_ms: float = MAX_TIME_MS) -> float:
+    """`20ms`, `1.5s`, `300us` or a bare number of milliseconds → milliseconds (0 to maximum_ms)."""
     if _is_number(value):
-        number = float(value)
+        number = _float(value)
     elif isinstance(value, str):
         match = _TIME.match(value)
         if not match:
@@ -36,15 +70,24 @@ def parse_time_ms(value: Any) -> float:
         number = float(match.group(1)) * _TIME_FACTOR_MS[unit]
     else:
         raise ValueError(f"{type(value).__name__} {value!r} is not a duration")
+    _finite(number, value)
     if number < 0:
         raise ValueError(f"{value} is negative")
+    if number > maximum_ms:
+        longest = f"{maximum_ms / 86_400_000:g} days" if maximum_ms >= 86_400_000 else f"{maximum_ms / 1000:g}s"
+        raise ValueError(f"{value} is longer than {longest}")
     return number
 
 
+def parse_delay_ms(value: Any) -> float:
+    """A link's delay or jitter: a duration of at most MAX_DELAY_MS, which netem accepts."""
+    return parse_time_ms(value, MAX_DELAY_MS)
+
+
 def parse_rate_mbit(value: Any) -> float:
-    """`10mbit`, `500kbit`, `1gbit`, `10Mbps` or a bare number of Mbit/s → Mbit/s (> 0)."""
+    """`10mbit`, `500kbit`, `1gbit`, `10Mbps` or a bare number of Mbit/s → Mbit/s (1kbit to 100gbit)."""
     if _is_number(value):
-        number = float(value)
+        number = _float(value)
     elif isinstance(value, str):
         match = _RATE.match(value)
         if not match or (not match.group(2) and not match.group(3)):
@@ -52,15 +95,20 @@ def parse_rate_mbit(value: Any) -> float:
         number = float(match.group(1)) * _RATE_FACTOR_MBIT[match.group(2).lower()]
     else:
         raise ValueError(f"{type(value).__name__} {value!r} is not a rate")
+    _finite(number, value)
     if number <= 0:
         raise ValueError(f"{value} is not above 0")
+    if number < MIN_RATE_MBIT:
+        raise ValueError(f"{value} is below 1kbit")
+    if number > MAX_RATE_MBIT:
+        raise ValueError(f"{value} is above 100gbit")
     return number
 
 
 def parse_fraction(value: Any) -> float:
     """A probability 0..1, or `10%` → 0.1."""
     if _is_number(value):
-        number = float(value)
+        number = _float(value)
         shown = value
     elif isinstance(value, str) and value.strip().endswith("%"):
         try:
@@ -70,6 +118,7 @@ def parse_fraction(value: Any) -> float:
         shown = value
     else:
         raise ValueError(f"{value!r} is not a probability")
+    _finite(number, shown)
     if not 0.0 <= number <= 1.0:
         raise ValueError(f"{shown} is outside [0, 1]")
     return number

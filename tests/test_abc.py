@@ -271,6 +271,25 @@ def test_structure_mistakes_are_usage_errors_naming_the_node_and_field(tmp_path)
     assert param == "queue" and "cluster" in problem
 
 
+def test_every_numeric_parameter_of_every_role_refuses_infinite_and_nan():
+    """Whatever PARAMS check a role declares for a number, .inf, -.inf and .nan fail it (an infinite
+    time_unit_ms or transmission_rate makes a node wait for ever; asyncio takes them silently)."""
+    import importlib
+
+    from agents.roles import check_params, role_names
+
+    numeric = []
+    for role in role_names():
+        spec = getattr(importlib.import_module(role_module(role)), "PARAMS", None) or {}
+        numeric += [(role, name) for name, (check, _) in spec.items() if check(1) or check(0.5)]
+    assert ("abc-vertex", "time_unit_ms") in numeric and ("abc-tree-server", "transmission_rate") in numeric
+    assert len(numeric) >= 17
+    for role, name in numeric:
+        for value, words in ((float("inf"), "inf is not finite"), (float("-inf"), "-inf is not finite"),
+                             (float("nan"), "nan is not a number")):
+            assert check_params(role, {name: value})[:2] == (name, words), (role, name, value)
+
+
 def test_bodies_and_wire_identity_of_a_forwarded_data_message():
     net = _Net(_scenario("tree"), seed=8)
     seen = []

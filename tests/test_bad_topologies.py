@@ -7,7 +7,19 @@ import os
 
 import pytest
 
+from testbed import yamlio
 from testbed.cli import main
+from testbed.errors import ValidationError
+
+
+def laughs(indent: str, levels: int = 10) -> str:
+    """"Billion laughs": ten values, then `levels - 1` lists of ten aliases of the list before, each
+    line one list (10**levels values once expanded). The 6th list passes a million values, at its
+    8th alias of the 5th."""
+    lines = [f"{indent}l0: &l0 [{', '.join(['lol'] * 10)}]\n"]
+    lines += [f"{indent}l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, levels)]
+    return "".join(lines)
+
 
 # (case name, file text, expected line, field in the message, words of the message)
 CORPUS = [
@@ -98,7 +110,94 @@ CORPUS = [
      "generate.levels", "unknown field 'levels' for shape cluster"),
     ("tree too large", "generate: {shape: tree, levels: 9, children: 6, components: 5}\n", 1, "generate",
      "at most 5000 nodes"),
+    # aliases are expanded into copies: bounded in number, depth, and never inside their own anchor
+    ("aliases that expand ten billion times", "nodes:\n  a:\n    attributes:\n" + laughs("      "), 9,
+     "nodes.a.attributes.l5[7]", "alias *l4 takes the document beyond 1,000,000 values (allowed: at most 1,000,000"),
+    ("alias inside its own anchor", "nodes:\n  a:\n    attributes: &x {loop: [*x]}\n", 3,
+     "nodes.a.attributes.loop[0]", "alias *x refers to a value that contains it (&x on line 3)"),
+    ("merge key naming its own mapping", "kinds:\n  server: &s\n    role: idle\n    <<: *s\n", 4,
+     "kinds.server.<<", "alias *s refers to a value that contains it"),
+    ("lists nested 100000 deep", "nodes: {a: {attributes: {x: " + "[" * 100000 + "]" * 100000 + "}}}\n", 1, "",
+     "nested more than 100 levels deep (allowed: at most 100 levels"),
+    ("nesting deepened by an alias", "kinds:\n  k: {attributes: {x: &d " + "[" * 60 + "]" * 60 + "}}\nnodes:\n"
+     "  a: {attributes: {y: " + "[" * 50 + "*d" + "]" * 50 + "}}\n", 4, "nodes.a.attributes.y[0][0]",
+     "alias *d nests the document more than 100 levels deep"),
+    # every quantity is finite and within what the machine takes (the full matrix is below)
+    ("infinite delay", "nodes: {a: {}, b: {}}\nlinks:\n  - endpoints: [a, b]\n    delay: .inf\n", 4,
+     "links[0].delay", "inf is not finite (allowed: a delay from 0 to 240s"),
+    ("loss not a number", "nodes: {a: {}, b: {}}\nlink_defaults: {loss: .nan}\nlinks:\n  - [a, b]\n", 2,
+     "link_defaults.loss", "nan is not a number"),
+    ("bandwidth beyond tc", "nodes: {a: {}, b: {}}\nlinks:\n  - endpoints: [a, b]\n    b_to_a: {bandwidth: 1.0e+300}\n",
+     4, "links[0].b_to_a.bandwidth", "1e+300 is above 100gbit (allowed: a rate from 1kbit to 100gbit"),
+    ("delay beyond netem", "nodes: {a: {}, b: {}}\nlinks:\n  - endpoints: [a, b]\n    delay: 5m\n", 4,
+     "links[0].delay", "5m is longer than 240s"),
+    # `testbed up` starts the agents with the topology's roles and parameters: checked like a scenario's
+    ("probe rate of .inf", "nodes:\n  a:\n    role: probe\n    params: {rate: .inf}\n", 4, "nodes.a.params.rate",
+     "inf is not finite (node a) (allowed: messages per second, a number from 0 to 10000)"),
+    ("AbC time unit of .nan from a kind", "kinds:\n  comp:\n    role: abc-component\n    params: {time_unit_ms: .nan}\n"
+     "nodes:\n  c1: {kind: comp}\n", 4, "kinds.comp.params.time_unit_ms", "nan is not a number (node c1)"),
+    ("unknown probe parameter", "defaults:\n  role: probe\n  params: {rtae: 5}\nnodes: {a: {}}\n", 3,
+     "defaults.params.rtae", "unknown parameter 'rtae' of role probe"),
+    ("probe size from the generator", "generate:\n  shape: cluster\n  servers: 1\n  components: 2\n"
+     "  component: {role: probe, params: {size: 100000000}}\n", 1, "generate", "100000000 is not allowed (node c1)"),
+    ("impossible date", "nodes:\n  a:\n    attributes: {born: 2001-02-30}\n", 3, "nodes.a.attributes.born",
+     "'2001-02-30' is not a valid timestamp"),
+    ("int tag on a word", "nodes:\n  a: {attributes: {n: !!int many}}\n", 2, "nodes.a.attributes.n",
+     "'many' is not a valid int"),
 ]
+
+
+# Numbers YAML reads that no quantity may be: (YAML text, words of the message for delay and jitter,
+# for bandwidth, for the probabilities). 1.0e+300 is a float; YAML 1.1 reads 1e300 as the string
+# '1e300', refused as "not a duration" before any of this.
+NON_FINITE = [
+    (".inf", "inf is not finite", "inf is not finite", "inf is not finite"),
+    ("-.inf", "-inf is not finite", "-inf is not finite", "-inf is not finite"),
+    (".nan", "nan is not a number", "nan is not a number", "nan is not a number"),
+    ("1.0e+300", "1e+300 is longer than 240s", "1e+300 is above 100gbit", "1e+300 is outside [0, 1]"),
+    ("1" + "0" * 400, " is longer than 240s", " is above 100gbit", " is outside [0, 1]"),  # an int too large for a float
+]
+# (where, the text around the impairment, its line, the field's path)
+IMPAIRMENT_PLACES = [
+    ("link_defaults", "nodes: {a: {}, b: {}}\nlink_defaults:\n  {field}: {value}\nlinks:\n  - [a, b]\n", 3,
+     "link_defaults.{field}"),
+    ("link", "nodes: {a: {}, b: {}}\nlinks:\n  - endpoints: [a, b]\n    {field}: {value}\n", 4, "links[0].{field}"),
+    ("a_to_b", "nodes: {a: {}, b: {}}\nlinks:\n  - endpoints: [a, b]\n    a_to_b:\n      {field}: {value}\n", 5,
+     "links[0].a_to_b.{field}"),
+]
+
+
+@pytest.mark.parametrize("where, around, line, field", IMPAIRMENT_PLACES, ids=[p[0] for p in IMPAIRMENT_PLACES])
+@pytest.mark.parametrize("value, time_words, rate_words, fraction_words", NON_FINITE, ids=[v[0][:8] for v in NON_FINITE])
+@pytest.mark.parametrize("impairment", ["delay", "jitter", "bandwidth", "loss", "corruption", "duplication",
+                                        "reordering"])
+def test_every_impairment_refuses_infinite_nan_and_huge_numbers(tmp_path, capsys, where, around, line, field, value,
+                                                                time_words, rate_words, fraction_words, impairment):
+    from testbed.units import DELAY_ALLOWED, FRACTION_ALLOWED, RATE_ALLOWED
+
+    words, allowed = {"delay": (time_words, DELAY_ALLOWED), "jitter": (time_words, DELAY_ALLOWED),
+                      "bandwidth": (rate_words, RATE_ALLOWED)}.get(impairment, (fraction_words, FRACTION_ALLOWED))
+    path = tmp_path / "bad.yaml"
+    path.write_text(around.replace("{field}", impairment).replace("{value}", value))
+    assert main(["topo", "validate", str(path)]) == 2  # validate builds nothing, whatever it accepts
+    err = capsys.readouterr().err.strip()
+    assert f"{path}:{line}: {field.format(field=impairment)}: " in err, err
+    assert words in err and f"(allowed: {allowed})" in err, err
+
+
+def test_link_bounds_are_what_tc_takes(tmp_path):
+    """Up to 240s of delay (netem takes 274.877 s) and 1kbit to 100gbit pass; a little beyond does not."""
+    from testbed.topology import parse_topology_text
+
+    ok = parse_topology_text("nodes: {a: {}, b: {}}\nlinks:\n  - {endpoints: [a, b], delay: 240s, jitter: 240000,"
+                             " bandwidth: 100gbit, b_to_a: {bandwidth: 1kbit}}\n", "t.yaml")
+    assert ok.links[0].forward.delay_ms == 240000 and ok.links[0].forward.bandwidth_mbit == 100000
+    assert ok.links[0].backward.bandwidth_mbit == 0.001
+    for impairment, words in [("delay: 240.5s", "240.5s is longer than 240s"), ("bandwidth: 999bit", "below 1kbit"),
+                              ("bandwidth: 100001mbit", "is above 100gbit")]:
+        with pytest.raises(ValidationError, match=words):
+            parse_topology_text(f"nodes: {{a: {{}}, b: {{}}}}\nlinks:\n  - {{endpoints: [a, b], {impairment}}}\n",
+                                "t.yaml")
 
 
 def test_the_corpus_has_at_least_thirty_cases():
@@ -125,6 +224,53 @@ def test_validate_and_show_report_the_same_errors(tmp_path, capsys):
     for verb in (["topo", "validate"], ["topo", "show"]):
         assert main(verb + [str(path)]) == 2
         assert "unknown node or switch 'b'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["aliases that expand ten billion times", "alias inside its own anchor",
+                                  "lists nested 100000 deep"])
+def test_topo_show_refuses_runaway_aliases_and_nesting_with_exit_2(tmp_path, capsys, name):
+    _, text, line, field, words = next(case for case in CORPUS if case[0] == name)
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    assert main(["topo", "show", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert not captured.out and f"{path}:{line}: " in captured.err and words in captured.err, captured.err
+
+
+def test_the_value_budget_counts_each_alias_at_its_expanded_size(monkeypatch):
+    text = "a: &a [1, 2]\nb: *a\n"  # the mapping, 2 keys, the list and its 2 items, then 3 again
+    monkeypatch.setattr(yamlio, "MAX_VALUES", 9)
+    assert yamlio.load_text(text, "f.yaml").data == {"a": [1, 2], "b": [1, 2]}
+    monkeypatch.setattr(yamlio, "MAX_VALUES", 8)
+    with pytest.raises(ValidationError) as exc:
+        yamlio.load_text(text, "f.yaml")
+    assert (exc.value.line, exc.value.field) == (2, "b") and "alias *a takes the document beyond 8 values" in str(exc.value)
+    with pytest.raises(ValidationError) as exc:
+        yamlio.load_text("a: [1, 2, 3, 4, 5, 6]\n", "f.yaml")  # the 6th item is the 9th value
+    assert (exc.value.line, exc.value.field) == (1, "a[5]") and "beyond 8 values" in str(exc.value)
+
+
+def test_an_alias_inside_its_own_anchor_is_refused_at_any_depth():
+    for text, line, field in [("&a [*a]\n", 1, "[0]"), ("x: 1\na: &a\n  b: [1, {c: *a}]\n", 3, "a.b[1].c"),
+                              ("a: &a {k: v, <<: *a}\n", 1, "a.<<")]:
+        with pytest.raises(ValidationError) as exc:
+            yamlio.load_text(text, "f.yaml")
+        assert (exc.value.line, exc.value.field) == (line, field), text
+        assert "alias *a refers to a value that contains it" in exc.value.message
+        assert "aliases that refer to themselves are not allowed" in exc.value.allowed
+
+
+def test_a_set_value_gets_the_same_bounds_as_a_file():
+    """load_value is for `--set PATH=VALUE` (scenario.apply_overrides still uses yaml.safe_load)."""
+    assert yamlio.load_value("[1, {a: b}]", "--set") == [1, {"a": "b"}]
+    assert yamlio.load_value("", "--set") is None
+    assert yamlio.load_value("[1, 2", "--set", text_if_not_yaml=True) == "[1, 2"
+    with pytest.raises(ValidationError, match="YAML syntax error"):
+        yamlio.load_value("[1, 2", "--set")
+    for text, words in [("&a [*a]", "refers to a value that contains it"), ("[" * 5000 + "]" * 5000, "nested more than 100"),
+                        ("{" + laughs("", 7).replace("\n", ", ") + "}", "beyond 1,000,000 values")]:
+        with pytest.raises(ValidationError, match="--set:1: .*" + words):
+            yamlio.load_value(text, "--set", text_if_not_yaml=True)
 
 
 def test_missing_file_is_a_usage_error(tmp_path, capsys):

@@ -7,9 +7,11 @@ import os
 import pytest
 
 from testbed.cli import main
+from testbed.errors import ValidationError
 from testbed.scenario import load_scenario, parse_scenario_text
 
 from .conftest import ROOT
+from .test_bad_topologies import laughs
 
 LINE3 = os.path.join(ROOT, "topologies", "line3.yaml")
 HEAD = f"topology: {LINE3}\nduration: 10s\n"
@@ -26,7 +28,7 @@ BAD = [
     ("unknown role in workload", "workload:\n  defaults: {role: gossiper}\n", 4, "workload.defaults.role",
      "unknown value 'gossiper'"),
     ("negative rate", "workload:\n  defaults: {role: probe, params: {rate: -5}}\n", 4, "workload.defaults.params.rate",
-     "at least 0"),
+     "-5 is not allowed (node h1) (allowed: messages per second, a number from 0 to 10000)"),
     ("unknown probe parameter", "workload:\n  nodes:\n    h1: {role: probe, params: {rtae: 5}}\n", 5,
      "workload.nodes.h1.params.rtae", "unknown parameter 'rtae'"),
     ("workload for an unknown node", "workload:\n  nodes:\n    h9: {role: probe}\n", 5, "workload.nodes.h9",
@@ -74,6 +76,14 @@ BAD = [
      "at 2s on link h1--s1"),
     ("start of a killed node", "timeline:\n  - {at: 2s, action: kill, node: h1}\n  - {at: 3s, action: start, node: h1}\n",
      5, "timeline[1]", "the node was killed"),
+    ("infinite duration", "SUB:duration: .inf\n", 1, "duration", "inf is not finite"),
+    ("warm-up that overflows time.sleep", "warmup: 1.0e+300\n", 3, "warmup", "1e+300 is longer than 365 days"),
+    ("set_link loss not a number", "timeline:\n  - {at: 2s, action: set_link, link: [h1, s1], loss: .nan}\n", 4,
+     "timeline[0].loss", "nan is not a number"),
+    ("aliases that expand ten billion times", "workload:\n  defaults:\n    params:\n" + laughs("      "), 11,
+     "workload.defaults.params.l5[7]", "alias *l4 takes the document beyond 1,000,000 values"),
+    ("alias inside its own anchor", "timeline: &t\n  - {at: 1s, action: exec, node: h1, command: *t}\n", 4,
+     "timeline[0].command", "alias *t refers to a value that contains it"),
 ]
 
 
@@ -85,6 +95,107 @@ def _text(body):
         lines = [line for line in HEAD.splitlines() if not line.startswith(key + ":")]
         return "\n".join(lines[:0] + [body[4:].rstrip("\n")] + lines) + "\n"
     return HEAD + body
+
+
+# Every quantity of a scenario: (name, text after HEAD with VALUE for the value, or SUB: to replace
+# HEAD's line, its line, the field, which kind of quantity)
+QUANTITIES = [
+    ("duration", "SUB:duration: VALUE\n", 1, "duration", "time"),
+    ("warmup", "warmup: VALUE\n", 3, "warmup", "time"),
+    ("quiet", "quiet: VALUE\n", 3, "quiet", "time"),
+    ("at", "timeline:\n  - {at: VALUE, action: kill, node: h1}\n", 4, "timeline[0].at", "time"),
+    ("every", "timeline:\n  - {every: VALUE, action: pause, node: h1}\n", 4, "timeline[0].every", "time"),
+    ("start", "timeline:\n  - {every: 2s, start: VALUE, action: pause, node: h1}\n", 4, "timeline[0].start", "time"),
+    ("until", "timeline:\n  - {every: 2s, until: VALUE, action: pause, node: h1}\n", 4, "timeline[0].until", "time"),
+    ("for", "timeline:\n  - {at: 2s, action: pause, node: h1, for: VALUE}\n", 4, "timeline[0].for", "time"),
+] + [
+    (f"set_link {key}", f"timeline:\n  - {{at: 2s, action: set_link, link: [h1, s1], {key}: VALUE}}\n", 4,
+     f"timeline[0].{key}", kind)
+    for key, kind in [("delay", "delay"), ("jitter", "delay"), ("bandwidth", "rate"), ("loss", "fraction"),
+                      ("corruption", "fraction"), ("duplication", "fraction"), ("reordering", "fraction")]
+]
+HUGE = {"time": "1e+300 is longer than 365 days", "delay": "1e+300 is longer than 240s",
+        "rate": "1e+300 is above 100gbit", "fraction": "1e+300 is outside [0, 1]"}
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "1.0e+300"])
+@pytest.mark.parametrize("name, body, line, field, kind", QUANTITIES, ids=[q[0] for q in QUANTITIES])
+def test_every_scenario_quantity_refuses_infinite_nan_and_huge_numbers(name, body, line, field, kind, value):
+    from testbed import units
+
+    words = {".inf": "inf is not finite", "-.inf": "-inf is not finite", ".nan": "nan is not a number",
+             "1.0e+300": HUGE[kind]}[value]
+    allowed = {"time": units.TIME_ALLOWED, "delay": units.DELAY_ALLOWED, "rate": units.RATE_ALLOWED,
+               "fraction": units.FRACTION_ALLOWED}[kind]
+    with pytest.raises(ValidationError) as exc:
+        parse_scenario_text(_text(body.replace("VALUE", value)), "s.yaml")
+    error = exc.value
+    assert (error.file, error.line, error.field) == ("s.yaml", line, field), str(error)
+    assert words in error.message and error.allowed == allowed, str(error)
+
+
+def test_set_overrides_are_validated_like_the_file(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD)
+    for override, line, field, words in [("duration=.inf", 2, "duration", "inf is not finite"),
+                                         ("warmup=1.0e+300", 1, "warmup", "longer than 365 days"),
+                                         ("quiet=.nan", 1, "quiet", "nan is not a number")]:
+        with pytest.raises(ValidationError) as exc:
+            load_scenario(str(path), overrides=(override,))
+        assert (exc.value.file, exc.value.line, exc.value.field) == (str(path), line, field), str(exc.value)
+        assert words in exc.value.message
+
+
+CLUSTER = os.path.join(ROOT, "topologies", "cluster-3-9.yaml")
+# (role, node, parameter): every number a role takes, for one node of line3 (probe) or C[3,9] (AbC)
+ROLE_NUMBERS = [("probe", "h1", p) for p in ("rate", "size", "count", "start_delay")] + \
+    [("abc-component", "c1", p) for p in ("providers", "rate", "time_unit_ms", "transmission_rate", "count", "size",
+                                          "start_delay")] + \
+    [("abc-cluster-server", "srv1", p) for p in ("time_unit_ms", "transmission_rate")]
+# (role, parameter, a value just beyond what it takes): a huge value would spin, hang or exhaust a node
+ROLE_BOUNDS = [("probe", "rate", "10001"), ("probe", "rate", "1.0e+300"), ("probe", "size", str(64 * 2 ** 20 + 1)),
+               ("probe", "count", str(2 ** 31)), ("probe", "start_delay", "31536001"),
+               ("abc-component", "time_unit_ms", "1.0e+300"), ("abc-component", "size", "1" + "0" * 30),
+               ("abc-component", "count", str(2 ** 31)), ("abc-component", "start_delay", "1.0e+300"),
+               ("abc-cluster-server", "time_unit_ms", "31536000001")]
+
+
+def _role_text(role, node, param, value):
+    """The scenario, with the parameter on line 7 (probe) or 10 (AbC)."""
+    if role == "probe":
+        head = HEAD + "workload:\n  nodes:\n"
+    else:
+        head = f"topology: {CLUSTER}\nduration: 10s\nworkload:\n  kinds:\n    server: {{role: abc-cluster-server}}\n" \
+               "    component: {role: abc-component}\n  nodes:\n"
+    return head + f"    {node}:\n      role: {role}\n      params: {{{param}: {value}}}\n"
+
+
+@pytest.mark.parametrize("value, words", [(".inf", "inf is not finite"), ("-.inf", "-inf is not finite"),
+                                          (".nan", "nan is not a number")])
+@pytest.mark.parametrize("role, node, param", ROLE_NUMBERS, ids=[f"{r}.{p}" for r, _, p in ROLE_NUMBERS])
+def test_role_parameters_refuse_infinite_and_nan(role, node, param, value, words):
+    from agents.roles import check_params
+
+    with pytest.raises(ValidationError) as exc:
+        parse_scenario_text(_role_text(role, node, param, value), "s.yaml")
+    error = exc.value
+    assert (error.line, error.field) == (7 if role == "probe" else 10, f"workload.nodes.{node}.params.{param}"), str(error)
+    assert error.message == f"{words} (node {node})" and error.allowed == check_params(role, {param: -1.5})[2], str(error)
+
+
+@pytest.mark.parametrize("role, param, value", ROLE_BOUNDS, ids=[f"{r}.{p}={v[:10]}" for r, p, v in ROLE_BOUNDS])
+def test_role_parameters_refuse_what_would_overflow_or_hang_a_node(role, param, value):
+    node = {"probe": "h1", "abc-component": "c1", "abc-cluster-server": "srv1"}[role]
+    with pytest.raises(ValidationError) as exc:
+        parse_scenario_text(_role_text(role, node, param, value), "s.yaml")
+    assert exc.value.field == f"workload.nodes.{node}.params.{param}" and "is not allowed" in exc.value.message
+    assert " to " in exc.value.allowed or "at most" in exc.value.allowed, str(exc.value)
+
+
+def test_role_parameters_at_their_bounds_are_taken():
+    scenario = parse_scenario_text(_role_text("probe", "h1", "rate", "10000, size: 67108864, count: 2147483647, "
+                                              "start_delay: 31536000"), "s.yaml")
+    assert scenario.topology.nodes["h1"].params["rate"] == 10000
 
 
 def test_the_scenario_corpus_has_at_least_twenty_cases():

@@ -14,7 +14,8 @@ import yaml
 from testbed.schema import topology_schema
 from testbed.topology import load_topology, parse_topology_text
 from testbed.units import parse_fraction, parse_rate_mbit, parse_time_ms
-from testbed.yamlio import load_file
+from testbed.errors import ValidationError
+from testbed.yamlio import load_file, load_text
 
 from .conftest import TOPOLOGIES, topology_path
 
@@ -155,6 +156,50 @@ def test_rates(text, mbit):
 @pytest.mark.parametrize("text, value", [("10%", 0.1), (0.25, 0.25), (1, 1.0), ("0%", 0.0)])
 def test_fractions(text, value):
     assert parse_fraction(text) == pytest.approx(value)
+
+
+REUSED = """\
+defaults: &d {role: probe, params: {rate: 5}}
+kinds:
+  server: *d
+  client: {role: idle, params: &p {rate: 2, size: 10}}
+nodes:
+  a: {kind: server}
+  b: {kind: client, attributes: *p}
+link_defaults: &slow {delay: 20ms, loss: 1%}
+links:
+  - {endpoints: [a, b], a_to_b: *slow, b_to_a: {delay: 5ms}}
+"""
+WRITTEN_OUT = """\
+defaults: {role: probe, params: {rate: 5}}
+kinds:
+  server: {role: probe, params: {rate: 5}}
+  client: {role: idle, params: {rate: 2, size: 10}}
+nodes:
+  a: {kind: server}
+  b: {kind: client, attributes: {rate: 2, size: 10}}
+link_defaults: {delay: 20ms, loss: 1%}
+links:
+  - {endpoints: [a, b], a_to_b: {delay: 20ms, loss: 1%}, b_to_a: {delay: 5ms}}
+"""
+
+
+def test_anchors_and_aliases_for_reuse_load_like_the_written_out_file():
+    reused, written = load_text(REUSED, "t.yaml"), load_text(WRITTEN_OUT, "t.yaml")
+    assert reused.data == written.data
+    assert reused.line(("kinds", "server")) == 3 and reused.line(("kinds", "server", "role")) == 1  # the anchor's
+    a, b = parse_topology_text(REUSED, "t.yaml"), parse_topology_text(WRITTEN_OUT, "t.yaml")
+    assert {n: (x.role, x.params, x.attributes) for n, x in a.nodes.items()} == \
+        {n: (x.role, x.params, x.attributes) for n, x in b.nodes.items()}
+    assert [(l.forward, l.backward) for l in a.links] == [(l.forward, l.backward) for l in b.links]
+
+
+def test_merge_keys_are_refused_as_before_with_their_line():
+    """The loader has never supported `<<` (PyYAML's SafeConstructor merges only when it builds
+    the mappings itself); a merge key is refused naming its line, whatever it merges."""
+    with pytest.raises(ValidationError) as exc:
+        load_text("defaults: &d {role: idle}\nkinds:\n  server:\n    <<: *d\n    image: x\n", "t.yaml")
+    assert exc.value.line == 4 and "merge" in exc.value.message
 
 
 def test_explicit_addresses_are_kept_and_automatic_ones_avoid_them():

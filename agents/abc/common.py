@@ -28,6 +28,8 @@ import random
 from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
+from ..roles import MAX_SECONDS, is_number
+
 COMPONENT = "abc-component"
 VERTEX = "abc-vertex"  # a component running the graph-colouring example (agents/abc/colouring.py)
 COMPONENTS = (COMPONENT, VERTEX)
@@ -41,14 +43,16 @@ PROMISES = ("contiguous-order",)
 
 
 def positive(v: Any) -> bool:
-    """A number above 0 (not a boolean)."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+    """A finite number above 0 (not a boolean)."""
+    return is_number(v) and v > 0
 
 
-#: the paper's rates, shared by components and servers (section 4)
+#: the paper's rates, shared by components and servers (section 4). A time unit longer than the
+#: longest scenario would only make every node wait for ever (.inf does, and .nan as well).
 RATE_PARAMS = {
-    "time_unit_ms": (positive, "milliseconds per paper time unit, a number above 0"),
-    "transmission_rate": (positive, "transmissions per time unit (the paper's λt), a number above 0"),
+    "time_unit_ms": (lambda v: positive(v) and v <= MAX_SECONDS * 1000,
+                     f"milliseconds per paper time unit, a number above 0, at most {MAX_SECONDS * 1000} (365 days)"),
+    "transmission_rate": (positive, "transmissions per time unit (the paper's λt), a finite number above 0"),
 }
 
 

@@ -41,7 +41,7 @@ import random
 from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
-from ..roles import number_at_least, whole_at_least
+from ..roles import MAX_BODY_BYTES, MAX_COUNT, MAX_SECONDS, is_number, number_at_least, whole_at_least
 from ..runtime import Role, now_ns
 from ..wire import Header, MessageType
 from . import correlation
@@ -76,17 +76,17 @@ EVENT_FIELDS = {
 
 PARAMS = {
     "workload": (lambda v: v in WORKLOADS, ", ".join(WORKLOADS)),
-    "providers": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
-                  "the fraction of components that send, a number in (0, 1]"),
-    "rate": (positive, "sends per time unit (λs), a number above 0"),
+    "providers": (lambda v: is_number(v) and 0 < v <= 1, "the fraction of components that send, a number in (0, 1]"),
+    "rate": (positive, "sends per time unit (λs), a finite number above 0"),
     **RATE_PARAMS,
-    "count": (whole_at_least(1), "a whole number of at least 1"),
-    "size": (whole_at_least(0), "padding bytes per data message, a whole number of at least 0"),
+    "count": (whole_at_least(1, MAX_COUNT), f"a whole number from 1 to {MAX_COUNT}"),
+    "size": (whole_at_least(0, MAX_BODY_BYTES),
+             f"padding bytes per data message, a whole number from 0 to {MAX_BODY_BYTES} (64 MiB)"),
     "attributes": (lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
                    "a mapping of attribute names to values"),
     "predicate": (_predicate_ok, "a predicate in JSON form such as [\"==\", \"zone\", 3] or true"),
     "queue": (lambda v: isinstance(v, str), "the name of the cluster server that hosts the shared queue"),
-    "start_delay": (number_at_least(0), "seconds, a number of at least 0"),
+    "start_delay": (number_at_least(0, MAX_SECONDS), f"seconds, a number from 0 to {MAX_SECONDS} (365 days)"),
     "infrastructure": (lambda v: v in ("cluster", "ring", "tree"), "cluster, ring or tree"),
     "parent": (lambda v: isinstance(v, str), "the name of the component's server"),
 }

@@ -8,6 +8,7 @@ kinds, so that adding a protocol adds a module and a line, not a branch in the o
 from __future__ import annotations
 
 import importlib
+import math
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 #: role name → module path, imported only when a node runs the role
@@ -53,6 +54,8 @@ def check_params(role: str, params: Dict[str, Any]) -> Optional[Tuple[str, str, 
             return name, f"unknown parameter {name!r} of role {role}", ", ".join(sorted(spec))
         check, allowed = spec[name]
         if not check(value):
+            if isinstance(value, float) and not math.isfinite(value):
+                return name, f"{value!r} is {'not a number' if math.isnan(value) else 'not finite'}", allowed
             return name, f"{value!r} is not allowed", allowed
     return None
 
@@ -72,9 +75,27 @@ def role_promises(role: str) -> FrozenSet[str]:
     return frozenset(getattr(importlib.import_module(_ROLES[role]), "PROMISES", ()))
 
 
-def number_at_least(low: float) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v >= low
+#: The longest wait a parameter may ask for, in seconds: a year, the longest scenario
+#: (testbed/units.py, MAX_TIME_MS). asyncio sleeps through .inf and .nan without a word.
+MAX_SECONDS = 365 * 24 * 3600
+#: The largest message body: 64 MiB is under 48,000 datagrams of agents/wire.py's 1472 bytes,
+#: within the 65,535 fragments its 16-bit count allows, and a few copies fit in a node's memory.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+#: The most messages a count may ask for: the wire numbers a node's messages with 32-bit
+#: sequences, and an AbC send takes two (its request and its data message).
+MAX_COUNT = 2 ** 31 - 1
 
 
-def whole_at_least(low: int) -> Callable[[Any], bool]:
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+def is_number(v: Any) -> bool:
+    """An int or a finite float, not a boolean: YAML reads .inf and .nan as floats."""
+    if isinstance(v, bool):
+        return False
+    return isinstance(v, int) or (isinstance(v, float) and math.isfinite(v))
+
+
+def number_at_least(low: float, at_most: float = math.inf) -> Callable[[Any], bool]:
+    return lambda v: is_number(v) and low <= v <= at_most
+
+
+def whole_at_least(low: int, at_most: float = math.inf) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= at_most
