@@ -22,7 +22,7 @@ from .errors import ValidationError
 from .model import Topology
 from .topology import NAME_ALLOWED, NAME_RE, ImpairmentError, Reader, parse_topology
 from .units import TIME_ALLOWED, parse_time_ms
-from .yamlio import Located, Path, load_file, load_text
+from .yamlio import Located, Path, load_file, load_text, load_value
 
 TOP_KEYS = ("name", "description", "topology", "seed", "duration", "warmup", "quiet", "workload", "capture",
             "timeline")
@@ -30,6 +30,9 @@ WORKLOAD_KEYS = ("defaults", "kinds", "nodes")
 WORKLOAD_NODE_KEYS = ("role", "params")
 CAPTURE_KEYS = ("enabled", "snaplen", "buffer_mib")
 MIN_QUIET_MS = 1500  # captures deliver buffered packets within a second; keep the tail
+#: the most actions one `every` entry may expand to: far beyond any experiment's need, and few
+#: enough that expanding and rehearsing them takes a fraction of a second
+MAX_REPEATS = 100_000
 
 
 @dataclass
@@ -69,9 +72,8 @@ def parse_scenario_text(text: str, file: str = "<text>", seed: Optional[int] = N
 
 
 def apply_overrides(doc: Located, overrides: Tuple[str, ...]) -> None:
-    """`--set path.to.param=value`: the value is parsed as YAML (numbers, booleans, lists)."""
-    import yaml
-
+    """`--set path.to.param=value`: the value is parsed as YAML (numbers, booleans, lists), within
+    the same bounds as a file; text that is not YAML is taken as a string."""
     for item in overrides:
         if "=" not in item:
             raise ValidationError("--set", item, "expected PATH=VALUE", "such as workload.defaults.params.rate=50")
@@ -79,10 +81,7 @@ def apply_overrides(doc: Located, overrides: Tuple[str, ...]) -> None:
         keys = [k for k in path.split(".") if k]
         if not keys:
             raise ValidationError("--set", item, "empty path", "such as seed=3")
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError:
-            value = text
+        value = load_value(text, f"--set {path}", text_if_not_yaml=True)
         target = doc.data
         if not isinstance(target, dict):
             return
@@ -324,6 +323,9 @@ def _times(r: Reader, entry: Dict[str, Any], path: Path, duration: float) -> Lis
         raise r.fail(path + ("every",), "the interval must be above 0", "a duration above 0 such as 2s")
     start = when("start", interval)
     until = when("until", duration)
+    if until >= start and (until - start) / interval + 1 > MAX_REPEATS:
+        raise r.fail(path + ("every",), f"every {interval / 1000:g}s from {start / 1000:g}s until {until / 1000:g}s "
+                     f"makes {int((until - start) / interval) + 1:,} actions", f"at most {MAX_REPEATS:,} per entry")
     times = []
     t = start
     while t <= until + 1e-9:

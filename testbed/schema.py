@@ -15,7 +15,7 @@ from typing import Any, Dict
 
 from .generators import SHAPES
 from .topology import IMPAIRMENT_KEYS, ROUTING_MODES, SWITCH_TYPES
-from .units import MAX_DELAY_MS, MAX_RATE_MBIT, MIN_RATE_MBIT
+from .units import MAX_DELAY_MS, MAX_RATE_MBIT, MAX_TIME_MS, MIN_RATE_MBIT
 
 NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,31}$"
 
@@ -23,6 +23,9 @@ NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,31}$"
 _delay = {"description": "a delay from 0 to 240s: 20ms, 1.5s, 300us, or a number of milliseconds",
           "oneOf": [{"type": "number", "minimum": 0, "maximum": MAX_DELAY_MS},
                     {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*(us|µs|ms|s|m)?\s*$"}]}
+_duration = {"description": "a duration up to 365 days: 20ms, 1.5s, 300us, or a number of milliseconds",
+             "oneOf": [{"type": "number", "minimum": 0, "maximum": MAX_TIME_MS},
+                       {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*(us|µs|ms|s|m)?\s*$"}]}
 _fraction = {"description": "a probability 0..1 or a percentage such as 10%",
              "oneOf": [{"type": "number", "minimum": 0, "maximum": 1},
                        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"}]}

@@ -292,3 +292,24 @@ def test_readme_scenario_example_is_valid(tmp_path):
     path = os.path.join(ROOT, "scenarios", "readme-example.yaml")  # where its relative topology resolves
     scenario = parse_scenario_text(block, path)
     assert scenario.name == "example" and len(scenario.schedule) > 5
+
+
+def test_an_every_that_would_expand_without_end_is_refused(tmp_path):
+    from testbed.errors import ValidationError
+
+    with pytest.raises(ValidationError) as info:
+        parse_scenario_text(f"topology: {LINE3}\nduration: 1000s\ntimeline:\n  - {{every: 1us, action: pause, node: h1}}\n",
+                            str(tmp_path / "s.yaml"))
+    assert "timeline[0].every" in str(info.value) and "at most 100,000" in str(info.value)
+
+
+def test_a_set_value_has_the_bounds_of_a_file(tmp_path):
+    from testbed.errors import ValidationError
+
+    path = tmp_path / "s.yaml"
+    path.write_text(HEAD)
+    with pytest.raises(ValidationError) as info:
+        load_scenario(str(path), overrides=("description=" + "[" * 5000 + "]" * 5000,))
+    assert "--set description" in str(info.value)
+    scenario = load_scenario(str(path), overrides=("description=not: yaml: at all",))
+    assert scenario.description == "not: yaml: at all"
