@@ -328,7 +328,9 @@ class RunData:
         self.p_node = self.e_node
         self.p_reached = hit >= 0
         self.p_reached[self.p_reached] = r_complete[hit[self.p_reached]]
-        self.p_recv_t = np.where(self.p_reached, r_t[np.maximum(hit, 0)], 0) if len(hit) else np.zeros(0, np.int64)
+        # (a run whose captures hold no testbed message, a protocol without the wire header: none reached)
+        self.p_recv_t = np.where(self.p_reached, r_t[np.maximum(hit, 0)], 0) if len(hit) and len(r_t) \
+            else np.zeros(len(hit), np.int64)
         self.p_latency = (self.p_recv_t - self.send_t[self.p_send]) if len(hit) else np.zeros(0, np.int64)
         self.p_type = self.s_type[self.p_send] if len(hit) else np.zeros(0, np.int64)
         self.p_msg = self.s_msg[self.p_send] if len(hit) else np.zeros(0, np.int64)
