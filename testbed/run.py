@@ -265,20 +265,7 @@ class Run:
         self.captures.wait_ready()
 
     def _execute(self, action, t0: float) -> None:
-        record = action.describe()
-        record["planned_s"] = record.pop("at_s")
-        record["t_ns"] = time.time_ns()
-        record["t_s"] = round(time.monotonic() - t0, 3)
-        try:
-            details = self.nemesis.apply(action)
-            record["ok"] = True
-            if details:
-                record["details"] = details
-        except Exception as exc:  # recorded, and the run goes on: the rest of the schedule still happens
-            record["ok"] = False
-            record["error"] = _error_text(exc)
-        record["done_ns"] = time.time_ns()  # e.g. a stopped agent may take a while to exit
-        self._record(record)
+        self._record(execute(self.nemesis, action, t0))
 
     def _record(self, record: Dict[str, Any]) -> None:
         self.executed.append(record)
@@ -323,6 +310,26 @@ class Run:
 
     def _write_manifest(self) -> None:
         write_manifest(self.dir, self.manifest)
+
+
+def execute(nemesis: Nemesis, planned, t0: float) -> Dict[str, Any]:
+    """Carry out one planned action now; its record for the manifest's timeline. An action that
+    fails is recorded with its error (`ok` false) and nothing is raised: the run goes on, the rest
+    of the schedule still happens, and the analysis sees which faults were injected."""
+    record = planned.describe()
+    record["planned_s"] = record.pop("at_s")
+    record["t_ns"] = time.time_ns()
+    record["t_s"] = round(time.monotonic() - t0, 3)
+    try:
+        details = nemesis.apply(planned)
+        record["ok"] = True
+        if details:
+            record["details"] = details
+    except Exception as exc:
+        record["ok"] = False
+        record["error"] = _error_text(exc)
+    record["done_ns"] = time.time_ns()  # e.g. a stopped agent may take a while to exit
+    return record
 
 
 def _error_text(exc: Exception) -> str:

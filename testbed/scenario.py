@@ -263,18 +263,8 @@ def _expand_timeline(r: Reader, timeline: List[Any], topology: Topology, duratio
             if length <= 0:
                 raise r.fail(path + ("for",), "must be above 0", "a duration above 0 such as 2s")
 
-        # what: nodes or a link, then the action's own fields
-        candidates: List[Optional[str]] = [None]
-        pick = 1
-        if cls.target == "node":
-            candidates, pick = _node_targets(r, entry, path, topology, kind)
-        link = None
-        direction = "both"
-        if cls.target == "link":
-            link = _link_ref(r, entry.get("link"), path + ("link",), topology)
-            direction = r.choice(entry.get("direction", "both"), path + ("direction",), DIRECTIONS)
         action = cls()
-        params = action.parse(r, entry, path, topology)
+        candidates, pick, link, direction, params = _targets_and_params(r, entry, path, topology, action)
 
         for t in times:
             chosen = rng.sample(candidates, pick) if len(candidates) > pick else candidates
@@ -300,6 +290,40 @@ def _expand_timeline(r: Reader, timeline: List[Any], topology: Topology, duratio
             raise
         raise r.fail(planned.path, f"at {planned.at_ms / 1000:g}s: {exc}") from None
     return actions
+
+
+def _targets_and_params(r: Reader, entry: Dict[str, Any], path: Path, topology: Topology, action):
+    """(candidate nodes, how many to pick, link, direction, params) of a timeline entry: what it
+    acts on, then the action's own fields."""
+    candidates: List[Optional[str]] = [None]
+    pick = 1
+    if action.target == "node":
+        candidates, pick = _node_targets(r, entry, path, topology, action.name)
+    link = None
+    direction = "both"
+    if action.target == "link":
+        link = _link_ref(r, entry.get("link"), path + ("link",), topology)
+        direction = r.choice(entry.get("direction", "both"), path + ("direction",), DIRECTIONS)
+    return candidates, pick, link, direction, action.parse(r, entry, path, topology)
+
+
+def plan_action(entry: Dict[str, Any], topology: Topology, source: str = "<python>") -> Planned:
+    """One action given as a timeline entry's fields, without a time (`action`, and `node`, or
+    `link` and `direction`, and the action's own fields), validated as a scenario's would be: the
+    Python API acts on a running lab through it. ValidationError names `source` and the field."""
+    path: Path = ()
+    r = Reader(Located(entry, {}, source))
+    kind = entry.get("action")
+    if kind not in action_names():
+        raise r.fail(("action",), f"unknown action {kind!r}", ", ".join(action_names()))
+    action = action_class(kind)()
+    allowed = ["action"] + list(TARGET_FIELDS[action.target]) + list(action.fields)
+    for key in entry:
+        if key not in allowed or key in ("nodes", "pick"):
+            raise r.fail((key,), f"unknown field '{key}' for action {kind}",
+                         ", ".join(k for k in allowed if k not in ("nodes", "pick")))
+    candidates, _, link, direction, params = _targets_and_params(r, entry, path, topology, action)
+    return Planned(0.0, kind, node=candidates[0], link=link, direction=direction, params=params, source=source)
 
 
 def _times(r: Reader, entry: Dict[str, Any], path: Path, duration: float) -> List[float]:

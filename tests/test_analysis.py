@@ -196,9 +196,15 @@ def test_analysis_of_a_synthetic_run_matches_its_ground_truth(synthetic, spark, 
     report = os.path.join(run, "report")
     for name in ("results.json", "index.html", "latency_cdf.png", "timeseries.png", "heatmap.png", "types.png"):
         assert os.path.getsize(os.path.join(report, name)) > 0, name
-    for table in ("packets", "events", "receptions"):
+    for table in ("packets", "events", "receptions", "messages"):
         assert any(f.endswith(".parquet") for f in os.listdir(os.path.join(report, f"{table}.parquet")))
     assert spark.read.parquet(os.path.join(report, "packets.parquet")).count() == truth["testbed_packets"]
+    messages = spark.read.parquet(os.path.join(report, "messages.parquet")).toPandas()
+    assert len(messages) == truth["messages"]["PROBE"] == messages[["origin", "seq"]].drop_duplicates().shape[0]
+    assert messages["intended"].sum() == probe["intended_receivers"] and messages["reached"].sum() == probe["received"]
+    complete = (messages["reached"] == messages["intended"]) & (messages["intended"] > 0)
+    assert (messages["delivery_time_to_all_ns"].notna() == complete).all()
+    assert messages["delivered"].sum() == truth["deliveries"]
     with open(os.path.join(report, "results.json")) as fh:
         assert json.load(fh)["messages"]["PROBE"]["sent"] == truth["messages"]["PROBE"]
     html = open(os.path.join(report, "index.html")).read()
@@ -463,3 +469,29 @@ def test_a_run_without_captures_or_logs_is_analysed_as_empty(synthetic, spark, t
     assert r["input"]["testbed_packets"] == 0
     assert {c["verdict"] for c in r["checks"]} == {"unknown"}
     assert os.path.exists(run / "report" / "index.html")
+
+
+def test_errors_of_roles_are_counted_and_shown(synthetic, spark, tmp_path):
+    """Error events a role's agent logged (agents/runtime.py) reach results.json and the report,
+    with their tracebacks; a field nobody declared is named, not read."""
+    from spark_analysis.job import analyze
+
+    run = tmp_path / "run"
+    shutil.copytree(synthetic["clean"], run)
+    manifest = json.load(open(run / "manifest.json"))
+    t0 = manifest["t0_ns"]
+    with open(run / "logs" / "c3.jsonl", "a") as log:
+        for i, where in enumerate(["on_message", "on_message", "run"]):
+            log.write(json.dumps({"t": t0 + (i + 1) * 1_000_000_000, "node": "c3", "event": "error", "where": where,
+                                  "error": f"ValueError: broken {i}", "traceback": f"Traceback ...\nline {i}",
+                                  "type": "PROBE", "origin": "c1", "seq": 7, "mood": "grumpy"}) + "\n")
+    (r,) = analyze([str(run)], spark=spark, progress=False).values()
+    errors = r["errors"]
+    assert errors["count"] == 3 and errors["nodes"] == {"c3": 3} and errors["where"] == {"on_message": 2, "run": 1}
+    assert [e["t_s"] for e in errors["first"]] == [1.0, 2.0, 3.0]
+    assert errors["first"][0]["error"] == "ValueError: broken 0" and errors["first"][0]["seq"] == 7
+    assert r["input"]["undeclared_log_fields"] == ["mood"]
+    page = open(run / "report" / "index.html").read()
+    assert "3 error(s) raised by roles" in page and "ValueError: broken 2" in page and "line 1" in page
+    for table in ("packets", "events", "receptions", "messages"):
+        assert os.path.isdir(run / "report" / f"{table}.parquet"), f"the report lists {table}.parquet"

@@ -11,7 +11,7 @@ import os
 import pytest
 
 from testbed.run import Run
-from testbed.scenario import parse_scenario_text
+from testbed.scenario import load_scenario
 
 from .conftest import ROOT
 
@@ -30,11 +30,7 @@ def byo_image(machine):
 def test_the_checks_judge_a_program_that_is_not_the_testbeds_agent(no_leftovers, byo_image, spark, tmp_path):
     from spark_analysis.job import analyze
 
-    scenario = parse_scenario_text(f"""
-topology: {os.path.join(ROOT, "topologies", "byo-flood.yaml")}
-duration: 6s
-quiet: 2s
-""", str(tmp_path / "byo.yaml"))
+    scenario = load_scenario(os.path.join(ROOT, "scenarios", "byo-flood.yaml"))
     manifest = Run(scenario, out_dir=str(tmp_path / "run"), progress=False).execute()
     assert manifest["status"] == "completed", manifest.get("error")
     run_dir = tmp_path / "run"

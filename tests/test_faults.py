@@ -104,3 +104,25 @@ def test_liveness_comes_from_the_registry():
 ])
 def test_a_jitter_on_a_delay_set_earlier_is_valid(timeline):
     play(timeline)
+
+
+class BrokenLab(DryLab):
+    """A lab whose pause fails the way a real one can (the engine refuses, a node is gone)."""
+
+    def pause_node(self, node):
+        raise RuntimeError(f"the engine refused to pause {node}")
+
+
+def test_an_action_that_fails_at_run_time_is_recorded_and_the_run_goes_on():
+    from testbed.run import execute
+
+    scenario = parse_scenario_text(f"topology: {LINE3}\nduration: 5s\ntimeline:\n"
+                                   "  - {at: 1s, action: pause, node: h2}\n  - {at: 2s, action: kill, node: h3}\n",
+                                   "s.yaml")
+    lab = BrokenLab(scenario.topology)
+    nemesis = Nemesis(lab)
+    records = [execute(nemesis, planned, 0.0) for planned in scenario.schedule]
+    assert records[0]["ok"] is False and records[0]["error"] == "RuntimeError: the engine refused to pause h2"
+    assert records[0]["from"] == "timeline[0]" and records[0]["done_ns"] >= records[0]["t_ns"]
+    assert records[1]["ok"] is True and [c[0] for c in lab.calls] == ["kill_node"]
+    assert "h2" not in nemesis.paused, "a pause that failed is not undone by heal_all"

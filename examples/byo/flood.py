@@ -8,8 +8,9 @@ node (TESTBED_NODE, TESTBED_CONFIG, TESTBED_LOG), and logs a `send` per message 
 then judge its deliveries like the built-in agents'. Its datagrams carry no testbed header, so
 the analysis counts them as other traffic on the wire.
 
-Run in a lab: build the image (`DOCKER_BUILDKIT=0 docker build -t example/flood examples/byo`),
-then give nodes `image: example/flood` (topologies/byo-flood.yaml does).
+Run in a lab: build the image
+(`testbed images build --context examples/byo --tag example/flood:latest`), then give nodes
+`image: example/flood` (topologies/byo-flood.yaml does; scenarios/byo-flood.yaml runs it).
 """
 
 import json

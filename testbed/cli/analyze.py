@@ -22,8 +22,8 @@ def register(sub) -> None:
 
 
 def check_local(run_dir: str) -> None:
-    """A local run directory must hold a manifest: said before Spark starts."""
-    from spark_analysis.inputs import local_path
+    """A local run directory must hold a manifest this analysis reads: said before Spark starts."""
+    from spark_analysis.inputs import local_path, normalise, read_manifest
 
     local = local_path(run_dir)
     if local is None:
@@ -33,6 +33,7 @@ def check_local(run_dir: str) -> None:
     if not os.path.isfile(os.path.join(local, "manifest.json")):
         raise UsageError(f"{run_dir}: not a run directory (no manifest.json; a run directory is what "
                          f"'testbed run' writes under runs/)")
+    read_manifest(None, normalise(run_dir))  # its format and fields (AnalysisError, exit 2)
 
 
 def run(args) -> int:
