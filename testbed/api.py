@@ -19,12 +19,13 @@ nemesis, and a lab leaves nothing behind however the `with` block ends.
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .errors import CapabilityError, TestbedError, UsageError, ValidationError
-from .faults import Nemesis
+from .faults import DryLab, Nemesis
 from .model import Topology
 from .network import Lab, ping_all
 from .scenario import Scenario, load_scenario as _load_scenario_file, parse_scenario, plan_action
@@ -144,16 +145,26 @@ class LabSession:
         planned = plan_action({"action": action, **{k: _plain(v) for k, v in fields.items()}}, self.topology)
         from .actions import action_class
 
+        self._rehearse(planned)
         refused = self._lab.media["cables"].missing_properties(action_class(action)().requires(planned))
         if refused:
             first = sorted(refused)[0]
             raise CapabilityError(f"{action} asks for {', '.join(sorted(refused))}, which this machine cannot "
                                   f"emulate: needs {self._lab.capabilities.missing_feature(first)}")
+        return self._nemesis.apply(planned)
+
+    def _rehearse(self, planned) -> None:
+        """The action on a lab that does nothing, with the faults active now: what cannot be (a
+        jitter without a delay on that direction) is refused before anything changes."""
+        trial = Nemesis(DryLab(self.topology))
+        trial.link_overrides = copy.deepcopy(self._nemesis.link_overrides)
+        trial.links_down = set(self._nemesis.links_down)
+        trial.paused, trial.killed = set(self._nemesis.paused), set(self._nemesis.killed)
         try:
-            return self._nemesis.apply(planned)
+            trial.apply(planned)
         except ImpairmentError as exc:
-            raise ValidationError("<python>", exc.key, f"{action} on {planned.link[0]}--{planned.link[1]} with the "
-                                  f"faults active now: {exc.message}", exc.allowed) from None
+            raise ValidationError("<python>", exc.key, f"{planned.action} on {planned.link[0]}--{planned.link[1]} "
+                                  f"with the faults active now: {exc.message}", exc.allowed) from None
 
     def set_link(self, a: str, b: str, direction: str = "both", **impairments: Any) -> None:
         """Change the impairments of the link between a and b (delay="20ms", loss=0.1, ...), on

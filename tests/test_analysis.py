@@ -341,16 +341,16 @@ def test_local_engine_equals_spark_reading_and_writing_everything(synthetic, spa
 
 # -- bad input ----------------------------------------------------------------------------------
 
-def testbed(*args, **kwargs):
+def run_testbed(*args, **kwargs):
     return subprocess.run([sys.executable, "-m", "testbed", *args], capture_output=True, text=True, cwd=ROOT,
                           **kwargs)
 
 
 def test_analyze_refuses_what_is_not_a_run_directory(tmp_path):
-    res = testbed("analyze", str(tmp_path / "missing"))
+    res = run_testbed("analyze", str(tmp_path / "missing"))
     assert res.returncode == 2 and "no such run directory" in res.stderr
     (tmp_path / "empty").mkdir()
-    res = testbed("analyze", str(tmp_path / "empty"))
+    res = run_testbed("analyze", str(tmp_path / "empty"))
     assert res.returncode == 2 and "no manifest.json" in res.stderr
     assert os.listdir(tmp_path / "empty") == []
 
@@ -362,7 +362,7 @@ def test_a_broken_manifest_is_a_usage_error_and_an_old_report_survives(synthetic
     (run / "report").mkdir()
     (run / "report" / "results.json").write_text("{}")
     (run / "manifest.json").write_text("{not json")
-    res = testbed("analyze", "--quiet", str(run))
+    res = run_testbed("analyze", "--quiet", str(run))
     assert res.returncode == 2 and "manifest.json" in res.stderr and "not JSON" in res.stderr
     assert (run / "report" / "results.json").read_text() == "{}"
     assert not (run / "report.partial").exists()
@@ -391,7 +391,7 @@ timeline:
   - {{at: 4s, action: kill, node: c9}}
 """)
     out = tmp_path / "run"
-    res = testbed("run", str(scenario), "--out", str(out), "--analyze", "--quiet", timeout=600)
+    res = run_testbed("run", str(scenario), "--out", str(out), "--analyze", "--quiet", timeout=600)
     assert res.returncode == 0, res.stderr
     assert "report:" in res.stdout and "delivery ratio" in res.stdout
     with open(out / "report" / "results.json") as fh:
