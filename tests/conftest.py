@@ -1,8 +1,9 @@
 """Shared fixtures, and the markers that tell the kinds of test apart.
 
-- `network`: builds real Mininet networks with real containers; needs root, a running Docker
-  engine and the images from `./setup.sh`. Every test that uses the `machine`, `images`,
-  `no_leftovers` or `lab_factory` fixtures is marked so automatically.
+- `network`: builds real Mininet networks with real containers (or starts a real sshd); needs
+  root, a running Docker engine and the images from `./setup.sh`. Every test that uses the
+  `machine`, `images`, `no_leftovers`, `lab_factory` or `sshd` fixtures is marked so
+  automatically.
 - `spark`: starts a local Spark session (needs Java); every test using the `spark` fixture is
   marked so automatically.
 
@@ -24,7 +25,7 @@ def topology_path(name: str) -> str:
     return os.path.join(TOPOLOGIES, name)
 
 
-NETWORK_FIXTURES = {"machine", "images", "no_leftovers", "lab_factory"}
+NETWORK_FIXTURES = {"machine", "images", "no_leftovers", "lab_factory", "sshd"}
 
 
 def pytest_collection_modifyitems(config, items):
