@@ -75,6 +75,15 @@ class Nemesis:
             return index, [1 - forward]
         return index, [0, 1]
 
+    def set_down(self, planned: Planned, down: bool) -> None:
+        """Take the planned link's sides down (they drop everything) or bring them up again."""
+        index, sides = self.sides(planned)
+        if down:
+            self.links_down.update((index, side) for side in sides)
+        else:
+            self.links_down.difference_update((index, side) for side in sides)
+        self.reshape(index)
+
     def effective(self, index: int, side: int) -> LinkProps:
         """One direction's shaping: the topology's values, the active set_link overrides, down."""
         link = self.lab.topo.links[index]

@@ -12,7 +12,5 @@ class LinkDown(FaultAction):
     inverse = "link_up"
 
     def apply(self, nemesis, planned):
-        index, sides = nemesis.sides(planned)
-        nemesis.links_down.update((index, side) for side in sides)
-        nemesis.reshape(index)
+        nemesis.set_down(planned, True)
         return None

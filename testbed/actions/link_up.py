@@ -11,7 +11,5 @@ class LinkUp(FaultAction):
     target = "link"
 
     def apply(self, nemesis, planned):
-        index, sides = nemesis.sides(planned)
-        nemesis.links_down.difference_update((index, side) for side in sides)
-        nemesis.reshape(index)
+        nemesis.set_down(planned, False)
         return None
