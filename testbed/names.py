@@ -75,6 +75,11 @@ class LabNames:
         return link_lab_id(name) == self.lab_id
 
 
+def netdev_chain(hook: str, device: str) -> str:
+    """The chain of a node namespace's table (NODE_TABLE) for one interface's netdev hook."""
+    return f"{hook[0]}_" + re.sub(r"[^A-Za-z0-9_]", "_", device)
+
+
 def lab_id_of(lab: str) -> str:
     """A lab's 4-character id: part of a hash of its name (interface names are at most 15 bytes)."""
     value = int.from_bytes(hashlib.sha1(lab.encode()).digest()[:8], "big")

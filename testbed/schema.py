@@ -34,6 +34,11 @@ _rate = {"description": "a rate from 1kbit to 100gbit: 10mbit, 500kbit, 1gbit, o
                    {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[kKmMgG]?(bit|bps|bit/s|b/s)?\s*$"}]}
 
 
+def impairment_schemas() -> Dict[str, Any]:
+    """The seven impairments' JSON Schemas, for links and for the actions that change them."""
+    return _impairments()
+
+
 def _impairments() -> Dict[str, Any]:
     return {"delay": _delay, "jitter": _delay, "loss": _fraction, "bandwidth": _rate,
             "corruption": _fraction, "duplication": _fraction, "reordering": _fraction}
@@ -119,17 +124,14 @@ def scenario_schema() -> Dict[str, Any]:
                "link": {"link": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
                         "direction": {"enum": list(DIRECTIONS)}},
                "lab": {}}
-    own = {"set_link": _impairments(),
-           "partition": {"groups": {"type": "array", "items": {"type": "array", "items": {"type": "string"},
-                                                                 "minItems": 1}, "minItems": 1}},
-           "exec": {"command": {"type": "string", "minLength": 1}}}
     entries = []
     for name in action_names():
         cls = action_class(name)
+        own = cls().field_schemas
         properties = {"action": {"const": name, "description": cls.summary},
                       "at": time_field, "every": _duration, "start": time_field, "until": time_field,
                       **targets[cls.target],
-                      **{f: own.get(name, {}).get(f, {"description": text}) for f, text in cls.fields.items()}}
+                      **{f: own.get(f, {"description": text}) for f, text in cls.fields.items()}}
         if cls.inverse:
             properties["for"] = {"description": f"undo with {cls.inverse} after this long", **_duration}
         entries.append({"type": "object", "required": ["action"], "properties": properties,

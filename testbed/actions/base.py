@@ -54,6 +54,9 @@ class FaultAction:
     target: ClassVar[str] = "lab"
     #: the action's own fields in a timeline entry, with what each allows
     fields: ClassVar[Dict[str, str]] = {}
+    #: JSON Schemas of those fields for `testbed schema scenario` (a field without one is described
+    #: by its text in `fields`)
+    field_schemas: ClassVar[Dict[str, Dict[str, Any]]] = {}
     #: the action that undoes this one after `for: DURATION`, None if it cannot be undone
     inverse: ClassVar[Optional[str]] = None
     #: its effect on its node's liveness, which the analysis reads: "down" (the node stops taking

@@ -16,6 +16,7 @@ class Exec(FaultAction):
     summary = "run a shell command inside the node (its exit status and output are recorded)"
     target = "node"
     fields = {"command": "a non-empty command line, run with sh -c inside the node"}
+    field_schemas = {"command": {"type": "string", "minLength": 1}}
 
     def parse(self, reader, entry, path, topology):
         command = entry.get("command")

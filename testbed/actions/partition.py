@@ -16,6 +16,8 @@ class Partition(FaultAction):
     target = "lab"
     inverse = "heal"
     fields = {"groups": "a list of groups of nodes, [[NODE, ...], [NODE, ...]], each node in one group"}
+    field_schemas = {"groups": {"type": "array", "minItems": 1,
+                                "items": {"type": "array", "items": {"type": "string"}, "minItems": 1}}}
 
     def parse(self, reader, entry, path, topology):
         path = path + ("groups",)

@@ -21,6 +21,12 @@ class SetLink(FaultAction):
     inverse = "set_link"
     fields = {key: "as in topology links" for key in IMPAIRMENT_KEYS}
 
+    @property
+    def field_schemas(self):
+        from ..schema import impairment_schemas
+
+        return impairment_schemas()
+
     def parse(self, reader, entry, path, topology):
         impairments = {k: v for k, v in entry.items() if k in IMPAIRMENT_KEYS}
         if not impairments:

@@ -20,7 +20,6 @@ transaction, so a value can return to zero and changes do not stack up.
 
 from __future__ import annotations
 
-import re
 import subprocess
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional
@@ -28,6 +27,7 @@ from typing import Dict, FrozenSet, Iterable, List, Optional
 from ..capabilities import Capabilities
 from ..errors import CapabilityError, TestbedError
 from ..model import LinkProps, Topology
+from ..names import netdev_chain
 
 #: packets duplicated by the nftables backend carry this mark so that they are not duplicated again
 DUP_MARK = "0x7e57"
@@ -77,10 +77,6 @@ def _chance(per_million: int) -> str:
 
 def _pct(value: float) -> str:
     return f"{value * 100:.6g}%"
-
-
-def _chain(hook: str, device: str) -> str:
-    return f"{hook[0]}_" + re.sub(r"[^A-Za-z0-9_]", "_", device)
 
 
 class Shaper:
@@ -171,7 +167,7 @@ class KernelShaper(Shaper):
 
     def _netdev_chain(self, port: Port, hook: str, rules) -> None:
         """Replace the rules of the port's netdev base chain for `hook` (none: no chain at all)."""
-        chain = _chain(hook, port.device)
+        chain = netdev_chain(hook, port.device)
         if not rules:
             if self._has_chain(port, chain):
                 port.run(["nft", "delete", "chain", "netdev", port.table, chain])
