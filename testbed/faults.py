@@ -112,10 +112,10 @@ class DryLab:
         self.calls.append((method, args))
 
     def link_index(self, a: str, b: str) -> int:
-        for index, link in enumerate(self.topo.links):
-            if {link.a.node, link.b.node} == {a, b}:
-                return index
-        raise TestbedError(f"no link between {a!r} and {b!r}")
+        index = self.topo.link_between(a, b)
+        if index is None:
+            raise TestbedError(f"no link between {a!r} and {b!r}")
+        return index
 
     def set_link(self, index: int, forward: LinkProps, backward: Optional[LinkProps] = None) -> None:
         self._record("set_link", index, forward, backward)

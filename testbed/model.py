@@ -192,6 +192,13 @@ class Topology:
                     found.append(end)
         return found
 
+    def link_between(self, a: str, b: str) -> Optional[int]:
+        """The index of the first link between a and b (in either order), None when there is none."""
+        for index, link in enumerate(self.links):
+            if {link.a.node, link.b.node} == {a, b}:
+                return index
+        return None
+
     def address_of(self, node: str) -> Optional[ipaddress.IPv4Interface]:
         """The node's first address: the one peers use unless they pick an interface."""
         for end in self.interfaces(node):

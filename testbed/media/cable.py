@@ -90,10 +90,10 @@ class Cables(Medium):
 
     def index(self, a: str, b: str) -> int:
         """The index of the first link between a and b (in either order)."""
-        for index, link in enumerate(self.topo.links):
-            if {link.a.node, link.b.node} == {a, b}:
-                return index
-        raise TestbedError(f"no link between {a!r} and {b!r}")
+        index = self.topo.link_between(a, b)
+        if index is None:
+            raise TestbedError(f"no link between {a!r} and {b!r}")
+        return index
 
     def missing_properties(self, names: Iterable[str]) -> FrozenSet[str]:
         """Of these impairments, those this machine cannot emulate and nobody accepted."""
