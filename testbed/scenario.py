@@ -226,7 +226,7 @@ def _link_ref(r: Reader, value: Any, path: Path, topology: Topology) -> Tuple[st
     for i, end in enumerate(value):
         if end not in topology.nodes and end not in topology.switches:
             raise r.fail(path + (i,), f"unknown node or switch {end!r}")
-    if not any({l.a.node, l.b.node} == set(value) for l in topology.links):
+    if topology.link_between(value[0], value[1]) is None:
         raise r.fail(path, f"there is no link between {value[0]!r} and {value[1]!r}", "the ends of a link of the topology")
     return value[0], value[1]
 
@@ -244,15 +244,8 @@ def _expand_timeline(r: Reader, timeline: List[Any], topology: Topology, duratio
     for index, raw in enumerate(timeline):
         path: Path = ("timeline", index)
         entry = r.mapping(raw, path)
-        kind = entry.get("action")
-        if kind not in names:
-            raise r.fail(path + ("action",), f"unknown action {kind!r}" if kind is not None else "missing field 'action'",
-                         ", ".join(names))
-        cls = action_class(kind)
-        allowed = list(COMMON_FIELDS) + list(TARGET_FIELDS[cls.target]) + list(cls.fields)
-        for key in entry:
-            if key not in allowed:
-                raise r.fail(path + (key,), f"unknown field '{key}' for action {kind}", ", ".join(allowed))
+        cls = _action_of(r, entry, path, COMMON_FIELDS)
+        kind = cls.name
         times = _times(r, entry, path, duration)
         length = None
         if "for" in entry:
@@ -313,17 +306,25 @@ def plan_action(entry: Dict[str, Any], topology: Topology, source: str = "<pytho
     Python API acts on a running lab through it. ValidationError names `source` and the field."""
     path: Path = ()
     r = Reader(Located(entry, {}, source))
-    kind = entry.get("action")
-    if kind not in action_names():
-        raise r.fail(("action",), f"unknown action {kind!r}", ", ".join(action_names()))
-    action = action_class(kind)()
-    allowed = ["action"] + list(TARGET_FIELDS[action.target]) + list(action.fields)
-    for key in entry:
-        if key not in allowed or key in ("nodes", "pick"):
-            raise r.fail((key,), f"unknown field '{key}' for action {kind}",
-                         ", ".join(k for k in allowed if k not in ("nodes", "pick")))
+    action = _action_of(r, entry, path, ("action",), leave_out=("nodes", "pick"))()  # one node, now
     candidates, _, link, direction, params = _targets_and_params(r, entry, path, topology, action)
-    return Planned(0.0, kind, node=candidates[0], link=link, direction=direction, params=params, source=source)
+    return Planned(0.0, action.name, node=candidates[0], link=link, direction=direction, params=params, source=source)
+
+
+def _action_of(r: Reader, entry: Dict[str, Any], path: Path, common: Tuple[str, ...], leave_out: Tuple[str, ...] = ()):
+    """The action class an entry names, once its fields are known to be `common`, its target's and
+    its own (less `leave_out`)."""
+    names = action_names()
+    kind = entry.get("action")
+    if kind not in names:
+        raise r.fail(path + ("action",), f"unknown action {kind!r}" if kind is not None else "missing field 'action'",
+                     ", ".join(names))
+    cls = action_class(kind)
+    allowed = [k for k in list(common) + list(TARGET_FIELDS[cls.target]) + list(cls.fields) if k not in leave_out]
+    for key in entry:
+        if key not in allowed:
+            raise r.fail(path + (key,), f"unknown field '{key}' for action {kind}", ", ".join(allowed))
+    return cls
 
 
 def _times(r: Reader, entry: Dict[str, Any], path: Path, duration: float) -> List[float]:
