@@ -143,14 +143,8 @@ class LabSession:
         if self._nemesis is None:
             raise UsageError(f"lab {self.name} is not running: start it first (with tb.lab(topo) as lab: ...)")
         planned = plan_action({"action": action, **{k: _plain(v) for k, v in fields.items()}}, self.topology)
-        from .actions import action_class
-
         self._rehearse(planned)
-        refused = self._lab.media["cables"].missing_properties(action_class(action)().requires(planned))
-        if refused:
-            first = sorted(refused)[0]
-            raise CapabilityError(f"{action} asks for {', '.join(sorted(refused))}, which this machine cannot "
-                                  f"emulate: needs {self._lab.capabilities.missing_feature(first)}")
+        self._lab.check_action(planned, action)
         return self._nemesis.apply(planned)
 
     def _rehearse(self, planned) -> None:

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from . import cleanup
+from .actions import action_class
 from .agent_config import LOG_NAME, has_agent, node_env, node_ids, write_configs
 from .capabilities import Capabilities, detect
 from .errors import CapabilityError, TestbedError
@@ -220,6 +221,17 @@ class Lab:
     def set_link(self, index: int, forward: LinkProps, backward: Optional[LinkProps] = None) -> None:
         """Replace the shaping of link `index` (a→b `forward`, b→a `backward`, default the same)."""
         self.media["cables"].shape(index, forward, backward)
+
+    def check_action(self, planned, where: str) -> None:
+        """Raise CapabilityError when a timeline action asks for link properties this machine
+        cannot emulate and nobody accepted (`where` names the action in the message)."""
+        refused = self.media["cables"].missing_properties(action_class(planned.action)().requires(planned))
+        if refused:
+            names = sorted(refused)
+            raise CapabilityError(f"{where} asks for {', '.join(names)}, which this machine cannot emulate: needs "
+                                  f"{self.capabilities.missing_feature(names[0])}. Accept it as not emulated with "
+                                  f"'accept_unemulated: [{', '.join(names)}]' in the topology or --accept-unemulated "
+                                  f"{','.join(names)}.")
 
     def partition(self, groups: List[List[str]]) -> None:
         """Nothing crosses between the groups (every node in one group) until `heal`."""

@@ -27,9 +27,8 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from . import __version__
-from .actions import action_class
 from .agent_config import node_ids
-from .errors import CapabilityError, TestbedError, UsageError
+from .errors import TestbedError, UsageError
 from .faults import Nemesis
 from .names import run_lab_name
 from .network import Lab
@@ -147,17 +146,9 @@ class Run:
 
     def _check_schedule(self) -> None:
         """The link properties the timeline asks for must be emulated here (or accepted)."""
-        cables = self.lab.media["cables"]
         for planned in self.scenario.schedule:
-            refused = cables.missing_properties(action_class(planned.action)().requires(planned))
-            if refused:
-                first = sorted(refused)[0]
-                raise CapabilityError(
-                    f"{self.scenario.source}: {planned.source} ({planned.action} at {planned.at_ms / 1000:g}s) asks "
-                    f"for {', '.join(sorted(refused))}, which this machine cannot emulate: needs "
-                    f"{self.lab.capabilities.missing_feature(first)}. Accept it as not emulated with "
-                    f"'accept_unemulated: [{', '.join(sorted(refused))}]' in the topology or --accept-unemulated "
-                    f"{','.join(sorted(refused))}.")
+            self.lab.check_action(planned, f"{self.scenario.source}: {planned.source} ({planned.action} at "
+                                           f"{planned.at_ms / 1000:g}s)")
 
     def execute(self) -> Dict[str, Any]:
         self.check()
