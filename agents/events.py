@@ -141,26 +141,30 @@ def _types(t: Type) -> List[str]:
     return [t] if isinstance(t, str) else list(t)
 
 
+def _declarations() -> List[Tuple[str, Type, str]]:
+    """(field, type, meaning) of every declaration, in order: the common fields, each kind of
+    event's, the extra ones, then each role's (the role modules are read once here)."""
+    out = [(name, t, meaning) for name, (t, meaning) in COMMON.items()]
+    out += [(name, t, f"{kind}: {meaning}") for kind, fields in EVENTS.items() for name, (t, meaning) in fields.items()]
+    out += [(name, t, meaning) for name, (t, meaning) in EXTRA.items()]
+    out += [(name, t, f"{kind} of role {role}: {meaning}") for role, by_event in role_fields().items()
+            for kind, fields in by_event.items() for name, (t, meaning) in fields.items()]
+    return out
+
+
+def _fields(declarations: List[Tuple[str, Type, str]]) -> Dict[str, Tuple[List[str], List[str]]]:
+    """field → (the union of its JSON types, its meanings), in declaration order."""
+    out: Dict[str, Tuple[List[str], List[str]]] = {}
+    for name, t, meaning in declarations:
+        types, meanings = out.setdefault(name, ([], []))
+        types.extend(x for x in _types(t) if x not in types)
+        meanings.append(meaning)
+    return out
+
+
 def field_types() -> Dict[str, List[str]]:
     """Every field anyone declares → the union of its JSON types (in declaration order)."""
-    out: Dict[str, List[str]] = {}
-
-    def add(name: str, t: Type) -> None:
-        have = out.setdefault(name, [])
-        have.extend(x for x in _types(t) if x not in have)
-
-    for name, (t, _) in COMMON.items():
-        add(name, t)
-    for fields in EVENTS.values():
-        for name, (t, _) in fields.items():
-            add(name, t)
-    for name, (t, _) in EXTRA.items():
-        add(name, t)
-    for by_event in role_fields().values():
-        for fields in by_event.values():
-            for name, (t, _) in fields.items():
-                add(name, t)
-    return out
+    return {name: types for name, (types, _) in _fields(_declarations()).items()}
 
 
 def columns() -> List[Tuple[str, str]]:
@@ -180,21 +184,9 @@ def columns() -> List[Tuple[str, str]]:
 
 def schema() -> Dict[str, Any]:
     """The JSON Schema of one line of an event log."""
-    properties: Dict[str, Any] = {}
-    for name, types in field_types().items():
-        meaning = []
-        if name in COMMON:
-            meaning.append(COMMON[name][1])
-        for kind, fields in EVENTS.items():
-            if name in fields:
-                meaning.append(f"{kind}: {fields[name][1]}")
-        if name in EXTRA:
-            meaning.append(EXTRA[name][1])
-        for role, by_event in role_fields().items():
-            for kind, fields in by_event.items():
-                if name in fields:
-                    meaning.append(f"{kind} of role {role}: {fields[name][1]}")
-        properties[name] = {"type": types[0] if len(types) == 1 else types, "description": "; ".join(meaning)}
+    properties: Dict[str, Any] = {
+        name: {"type": types[0] if len(types) == 1 else types, "description": "; ".join(meanings)}
+        for name, (types, meanings) in _fields(_declarations()).items()}
     properties["t"]["minimum"] = 0
     properties["event"]["enum"] = list(EVENTS)
     return {
