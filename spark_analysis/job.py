@@ -201,11 +201,13 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
 
 def _write_receptions(spark, c, runs: List[RunInfo], partial: Dict[str, str]) -> None:
     """The receptions (message, intended receiver) and messages tables of every run."""
+    from .tables import messages_table, receptions_table
+
     for r in runs:
         d = c.data[r.run_id]
-        _write_table(spark, d.pairs_table(), f"{partial[r.run_id]}/receptions.parquet",
+        _write_table(spark, receptions_table(d), f"{partial[r.run_id]}/receptions.parquet",
                      ["run", "origin", "seq", "receiver", "send_t"])
-        _write_table(spark, d.messages_table(), f"{partial[r.run_id]}/messages.parquet",
+        _write_table(spark, messages_table(d), f"{partial[r.run_id]}/messages.parquet",
                      ["run", "origin", "seq", "send_t"])
 
 

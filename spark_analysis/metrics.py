@@ -126,7 +126,7 @@ class RunMetrics:
 
 _SEQ_BITS, _TYPE_BITS = 31, 12
 #: type codes of names that are not MessageType names (never equal to a wire type)
-_FOREIGN_TYPE = 1 << 11
+FOREIGN_TYPE = 1 << 11
 
 
 def _np(col, fill=0, dtype=np.int64) -> np.ndarray:
@@ -175,7 +175,7 @@ class Names:
 
 
 def _type_codes(col, extra: Dict[int, str]) -> np.ndarray:
-    """Type names -> MessageType values; other names -> codes from _FOREIGN_TYPE up (named in extra)."""
+    """Type names -> MessageType values; other names -> codes from FOREIGN_TYPE up (named in extra)."""
     known = {t.name: int(t) for t in MessageType}
     names = Names()
     codes = names.encode(col)
@@ -186,7 +186,7 @@ def _type_codes(col, extra: Dict[int, str]) -> np.ndarray:
         else:
             code = next((c for c, name in extra.items() if name == n), None)
             if code is None:
-                code = _FOREIGN_TYPE + len(extra)
+                code = FOREIGN_TYPE + len(extra)
                 extra[code] = n
             lut[i] = code
     lut[-1] = -1
@@ -205,7 +205,7 @@ def _message_keys(origin: np.ndarray, typ: np.ndarray, seq: np.ndarray) -> np.nd
     return key
 
 
-def _group_stats(gid: np.ndarray, n_groups: int, values: np.ndarray, valid: np.ndarray):
+def group_stats(gid: np.ndarray, n_groups: int, values: np.ndarray, valid: np.ndarray):
     """Per group: count, sum of valid values, count of valid, max of valid (nan when none)."""
     cnt = np.bincount(gid, minlength=n_groups)
     nv = np.bincount(gid[valid], minlength=n_groups)
@@ -336,6 +336,17 @@ class RunData:
         self.p_msg = self.s_msg[self.p_send] if len(hit) else np.zeros(0, np.int64)
 
     @cached_property
+    def first_send(self) -> np.ndarray:
+        """Per message code, the row of its first send event (a key that repeats: the first)."""
+        first = np.full(len(self.m_key), -1, np.int64)
+        if self.S:
+            order = np.argsort(self.s_msg, kind="stable")
+            starts = np.ones(self.S, bool)
+            starts[1:] = self.s_msg[order][1:] != self.s_msg[order][:-1]
+            first[self.s_msg[order][starts]] = order[starts]
+        return first
+
+    @cached_property
     def delivered_messages(self) -> Tuple[np.ndarray, np.ndarray]:
         """(keys, code per delivery): every delivered message (sent or not) numbered, for
         distinct (message, node) counts; computed once, by whichever measure asks first."""
@@ -382,62 +393,6 @@ class RunData:
         deliveries.loc[~self.d_seq_valid[di], "seq"] = pd.NA
         return sends, deliveries
 
-    def messages_table(self):
-        """The messages table: one row per application message (origin, type, seq): its send
-        times, its intended receivers, how many captures show it reaching them, the delivery
-        time to all when it reached every one, and how many nodes delivered it."""
-        import pyarrow as pa
-
-        U = len(self.m_key)
-        first = np.full(U, -1, np.int64)
-        if self.S:
-            order = np.argsort(self.s_msg, kind="stable")
-            starts = np.ones(self.S, bool)
-            starts[1:] = self.s_msg[order][1:] != self.s_msg[order][:-1]
-            first[self.s_msg[order][starts]] = order[starts]
-        cnt, _, nreached, worst = _group_stats(self.p_msg, U, self.p_latency, self.p_reached)
-        complete = (cnt > 0) & (nreached == cnt)
-        ok = self.d_msg >= 0
-        pairs = unique(self.d_msg[ok] * np.int64(self.NN) + self.d_node[ok])
-        delivered = np.bincount(pairs // self.NN, minlength=U) if len(pairs) else np.zeros(U, np.int64)
-        names = np.array(self.nodes.names, dtype=object)
-        types = [self.type_label(t) for t in self.s_type[first]] if U else []
-        return pa.table({
-            "run": pa.repeat(pa.scalar(self.run_id, pa.string()), U),
-            "origin": pa.array(names[self.s_origin[first]] if U else [], pa.string()),
-            "seq": pa.array(self.s_seq[first], pa.int64()),
-            "type": pa.array(types, pa.string()),
-            "send_t": pa.array(self.send_t[first] if U else [], pa.int64()),
-            "logged_t": pa.array(self.s_t[first], pa.int64()),
-            "intended": pa.array(cnt, pa.int64()),
-            "reached": pa.array(nreached, pa.int64()),
-            "delivery_time_to_all_ns": pa.array(np.where(complete, worst, 0).astype(np.int64), pa.int64(),
-                                                mask=~complete),
-            "delivered": pa.array(delivered[:U], pa.int64()),
-        })
-
-    def pairs_table(self):
-        """The receptions table: one row per (message, intended receiver)."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        names = pa.array(self.nodes.names, pa.string())
-
-        def named(codes):  # node names of codes, null for -1
-            return pc.take(names, pa.array(codes, pa.int64(), mask=codes < 0))
-
-        recv = self.p_recv_t
-        known = (self.p_type >= 0) & (self.p_type < _FOREIGN_TYPE)  # a MessageType; else null
-        return pa.table({
-            "run": pa.repeat(pa.scalar(self.run_id, pa.string()), len(self.p_send)),
-            "origin": named(self.s_origin[self.p_send]),
-            "seq": pa.array(self.s_seq[self.p_send], pa.int64()),
-            "type_id": pa.array(np.where(known, self.p_type, 0), pa.int16(), mask=~known),
-            "receiver": named(self.p_node),
-            "send_t": pa.array(self.send_t[self.p_send], pa.int64()),
-            "recv_t": pa.array(recv, pa.int64(), mask=~self.p_reached),
-        })
-
-
 class Collected:
     """What the Spark actions returned, per run in integer codes, and the measures computed from it."""
 
@@ -472,17 +427,17 @@ class Collected:
     def message_level(self, run_id: str) -> Dict[str, dict]:
         d = self.data[run_id]
         out: Dict[str, dict] = {}
-        types = sorted(set(int(t) for t in unique(d.s_type) if 0 <= t < _FOREIGN_TYPE))
+        types = sorted(set(int(t) for t in unique(d.s_type) if 0 <= t < FOREIGN_TYPE))
         groups = [("all", None)] + [(type_name(t), t) for t in types]
         lat = d.p_latency
         for name, t in groups:
             psel = np.ones(len(d.p_send), bool) if t is None else d.p_type == t
             ssel = np.ones(d.S, bool) if t is None else d.s_type == t
             # per message (known type only, as a null type never groups)
-            msel = psel & (d.p_type >= 0) & (d.p_type < _FOREIGN_TYPE)
+            msel = psel & (d.p_type >= 0) & (d.p_type < FOREIGN_TYPE)
             gid = d.p_msg[msel]
             U = len(d.m_key)
-            cnt, _, nreached, worst = _group_stats(gid, U, lat[msel], d.p_reached[msel])
+            cnt, _, nreached, worst = group_stats(gid, U, lat[msel], d.p_reached[msel])
             has = cnt > 0
             complete = has & (nreached == cnt)
             intended, reached = int(psel.sum()), int(d.p_reached[psel].sum())
@@ -555,13 +510,7 @@ class Collected:
 
     def application_level(self, run_id: str) -> Dict[str, dict]:
         d = self.data[run_id]
-        # the send of each delivered message (its first send event when a key repeats)
-        first_send = np.full(len(d.m_key), -1, np.int64)
-        if d.S:
-            order = np.argsort(d.s_msg, kind="stable")
-            starts = np.ones(d.S, bool)
-            starts[1:] = d.s_msg[order][1:] != d.s_msg[order][:-1]
-            first_send[d.s_msg[order][starts]] = order[starts]
+        first_send = d.first_send  # the send of each delivered message
         sidx = np.where(d.d_msg >= 0, first_send[np.maximum(d.d_msg, 0)], -1) if len(d.d_msg) else np.zeros(0, int)
         has_send = sidx >= 0
         send_t = np.where(has_send, d.s_t[np.maximum(sidx, 0)], 0) if len(sidx) else np.zeros(0, np.int64)
@@ -649,7 +598,7 @@ class Collected:
             out.setdefault(node, {})[key] = int(n)
         NN = d.NN
         if len(d.p_node):
-            cnt, total, nv, _ = _group_stats(d.p_node, NN, d.p_latency, d.p_reached)
+            cnt, total, nv, _ = group_stats(d.p_node, NN, d.p_latency, d.p_reached)
             for code in sorted(np.flatnonzero(cnt), key=lambda c: d.nodes.names[c]):
                 e = out.setdefault(d.nodes.names[code], {})
                 e["intended"], e["reached"] = int(cnt[code]), int(nv[code])
