@@ -38,6 +38,32 @@ from .roles import role_module
 from .wire import Ext, Flags, Header, MessageType
 
 DEFAULT_PORT = 7777
+#: in the node's directory: its current position on a radio segment, replaced atomically by the
+#: testbed at every tick that moves it (testbed.media.radio)
+POSITION_FILE = "position.json"
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where the radio medium places a node: metres, on `segment`, as of model time `t_s`."""
+
+    x: float
+    y: float
+    z: float
+    segment: str
+    t_s: float
+
+
+def read_position(directory: str) -> Optional[Position]:
+    """The node's current position from its directory ($TESTBED_DIR), the same position the
+    medium uses; None for a node on no radio segment."""
+    try:
+        with open(os.path.join(directory, POSITION_FILE)) as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        return None
+    return Position(float(data["x"]), float(data["y"]), float(data.get("z", 0.0)), str(data["segment"]),
+                    float(data.get("t_s", 0.0)))
 
 
 def now_ns() -> int:
@@ -148,6 +174,10 @@ class Agent:
 
     def address_of(self, node: str) -> str:
         return self.config.nodes[node]["address"]
+
+    def position(self) -> Optional[Position]:
+        """This node's current position on its radio segment (None when it is on none)."""
+        return read_position(os.path.dirname(self.config.log))
 
     def send(self, mtype: int, body: bytes = b"", to: Any = "broadcast", reliable: bool = False,
              message_id: int = 0, extensions: Optional[Dict[int, bytes]] = None, origin: Optional[int] = None,

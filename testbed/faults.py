@@ -126,6 +126,9 @@ class DryLab:
     def heal(self) -> None:
         self._record("heal")
 
+    def move(self, node: str, to, speed=None) -> None:
+        self._record("move", node, to, speed)
+
     def kill_node(self, node: str) -> None:
         self._agent_running[node] = False
         self._record("kill_node", node)

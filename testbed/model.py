@@ -80,6 +80,9 @@ class Node:
     capabilities: List[str] = field(default_factory=list)
     env: Dict[str, str] = field(default_factory=dict)
     kind: Optional[str] = None
+    #: on a radio segment: where it starts (x, y, z metres) and how it moves (radio.spec.MobilitySpec)
+    position: Optional[Tuple[float, float, float]] = None
+    mobility: Any = None
 
     def to_dict(self) -> Dict[str, Any]:
         # Resolved fields only: the kind a node inherited from is already applied.
@@ -91,12 +94,17 @@ class Node:
             out["command"] = list(self.command)
         if self.capabilities:
             out["capabilities"] = list(self.capabilities)
+        if self.position is not None:
+            out["position"] = list(self.position)
+        if self.mobility is not None and self.mobility.model != "static":
+            out["mobility"] = self.mobility.to_dict()
         return out
 
 
 @dataclass
 class Switch:
-    """A shared segment: a Linux bridge (default) or an Open vSwitch bridge."""
+    """A shared segment: a Linux bridge (default) or an Open vSwitch bridge; or a radio segment's
+    broadcast domain (type `radio`, declared under `radio:` and realised by the radio medium)."""
 
     name: str
     type: str = "bridge"
@@ -182,6 +190,13 @@ class Topology:
     segments: List[Segment] = field(default_factory=list)
     routes: Dict[str, List[Route]] = field(default_factory=dict)
     generated_by: Optional[Dict[str, Any]] = None
+    #: radio segment name → radio.spec.RadioSegment; each is also a Switch of type "radio" and its
+    #: members are links to it, so that addressing, routes and partitions treat it as a segment
+    radio: Dict[str, Any] = field(default_factory=dict)
+
+    def is_radio_link(self, link: "Link") -> bool:
+        """Whether the link is a node's membership of a radio segment rather than a cable."""
+        return link.b.node in self.radio
 
     def interfaces(self, node: str) -> List[Endpoint]:
         """The node's interfaces in link order."""
@@ -195,7 +210,7 @@ class Topology:
     def link_between(self, a: str, b: str) -> Optional[int]:
         """The index of the first link between a and b (in either order), None when there is none."""
         for index, link in enumerate(self.links):
-            if {link.a.node, link.b.node} == {a, b}:
+            if {link.a.node, link.b.node} == {a, b} and not self.is_radio_link(link):
                 return index
         return None
 
@@ -215,8 +230,10 @@ class Topology:
         if self.accept_unemulated:
             out["accept_unemulated"] = sorted(self.accept_unemulated)
         out["nodes"] = {name: node.to_dict() for name, node in self.nodes.items()}
-        out["switches"] = {name: sw.to_dict() for name, sw in self.switches.items()}
-        out["links"] = [link.to_dict() for link in self.links]
+        out["switches"] = {name: sw.to_dict() for name, sw in self.switches.items() if name not in self.radio}
+        out["links"] = [link.to_dict() for link in self.links if not self.is_radio_link(link)]
+        if self.radio:
+            out["radio"] = {name: segment.to_dict() for name, segment in self.radio.items()}
         return out
 
 

@@ -2,8 +2,8 @@
 
 Every object a lab creates carries its lab's name or id: containers `tb-<lab>-<node>` with the
 Docker label `org.testbed.lab`, processes with TESTBED_LAB in their environment, bridges and
-ports `tb<lab id>s<n>[p<m>]` (switches) and `tb<lab id>c<n>[p<m>]` (the bridge inside a
-node-to-node cable), the nftables table `testbed_<lab id>` in the machine's namespace, and one
+ports `tb<lab id>s<n>[p<m>]` (switches), `tb<lab id>c<n>[p<m>]` (the bridge inside a
+node-to-node cable) and `tb<lab id>r<n>[p<m>]` (radio segments), the nftables table `testbed_<lab id>` in the machine's namespace, and one
 iptables rule with the comment `testbed`. Names are built and matched here only, so that
 `testbed clean` finds exactly what labs leave behind and nothing else.
 """
@@ -33,7 +33,7 @@ RUNS_DIR = os.environ.get("TESTBED_RUNS_DIR", os.path.join(os.path.dirname(STATE
 #: the iptables rule that lets bridged frames through Docker's FORWARD policy
 IPTABLES_RULE = ["FORWARD", "-i", NAME_PREFIX + "+", "-m", "comment", "--comment", "testbed", "-j", "ACCEPT"]
 
-_LINK_RE = re.compile(r"^tb([0-9a-z]{4})[sc]\d+(p\d+)?$")
+_LINK_RE = re.compile(r"^tb([0-9a-z]{4})[scr]\d+(p\d+)?$")
 _TABLE_RE = re.compile(r"^table (\w+) (testbed_([0-9a-z]{4})(_dup)?)$")
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -55,6 +55,15 @@ class LabNames:
     def internal_bridge(self, link_index: int) -> str:
         """The two-port bridge inside a node-to-node cable (see testbed.media.cable)."""
         return f"{NAME_PREFIX}{self.lab_id}c{link_index}"
+
+    def radio_bridge(self, index: int) -> str:
+        """The bridge of the lab's `index`-th radio segment, from 1 (see testbed.media.radio)."""
+        return f"{NAME_PREFIX}{self.lab_id}r{index}"
+
+    @staticmethod
+    def radio_chain(index: int) -> str:
+        """The bridge-table base chain that decides which copies of a radio segment's frames arrive."""
+        return f"radio{index}"
 
     @staticmethod
     def port(bridge: str, number: int) -> str:

@@ -63,7 +63,8 @@ class Lab:
         self.extra_accepted = frozenset(accept_unemulated)
         self.progress = progress or (lambda message: None)
         self.runtimes: Dict[str, Runtime] = {}
-        self.media: Dict[str, Medium] = {name: cls(topo, self.names, self.shaper, self.capabilities)
+        self.media: Dict[str, Medium] = {name: cls(topo, self.names, self.shaper, self.capabilities,
+                                                   workdir=self.workdir, node_dirs=self.node_dirs, seed=seed)
                                          for name, cls in medium_classes()}
         self.started: Dict[str, Started] = {}
         self.net = None
@@ -187,6 +188,9 @@ class Lab:
             self.progress(f"starting {agents} agent(s)")
         for runtime_name, nodes in by_runtime.items():
             self.runtimes[runtime_name].launch(nodes, self.hosts, self.started, self.node_dirs, with_agent, envs)
+        if not self.hold_workload:  # no time zero to wait for: the experiment's clock starts now
+            for medium in self.media.values():
+                medium.begin(time.time_ns())
         self._timed("launch", t)
 
     def _configure_hosts(self) -> None:
@@ -232,6 +236,19 @@ class Lab:
                                   f"{self.capabilities.missing_feature(names[0])}. Accept it as not emulated with "
                                   f"'accept_unemulated: [{', '.join(names)}]' in the topology or --accept-unemulated "
                                   f"{','.join(names)}.")
+
+    def move(self, node: str, to: Tuple[float, float, float], speed: Optional[float] = None) -> None:
+        """Move a node on its radio segment: to `to` at once, or at `speed` m/s from where it is."""
+        self.media["radio"].move(node, to, speed)
+
+    def position(self, node: str) -> Tuple[float, float, float]:
+        """Where the radio medium places the node now (x, y, z metres)."""
+        return self.media["radio"].position(node)
+
+    def media_manifest(self) -> Dict[str, object]:
+        """What the media record for the run manifest, under their names (radio: positions,
+        range, loss, airtime, mobility, ticks)."""
+        return {name: entry for name, medium in self.media.items() if (entry := medium.manifest())}
 
     def partition(self, groups: List[List[str]]) -> None:
         """Nothing crosses between the groups (every node in one group) until `heal`."""
@@ -375,9 +392,12 @@ class Lab:
         if agent is not None:
             agent.poll()
 
-    def start_workload(self) -> None:
-        """Tell every agent held at start (hold_workload) to begin, all at once."""
+    def start_workload(self, t0_ns: Optional[int] = None) -> None:
+        """Tell every agent held at start (hold_workload) to begin, all at once; the media's
+        clock (mobility) starts with them."""
         self.workload_started = True
+        for medium in self.media.values():
+            medium.begin(t0_ns if t0_ns is not None else time.time_ns())
         self.signal_agents(signal.SIGUSR2)
 
     def start_agent(self, node: str) -> None:
@@ -429,6 +449,11 @@ class Lab:
         """Remove everything this lab created; safe to call on a half-built lab, and twice."""
         errors: List[str] = []
         t = time.monotonic()
+        for medium in self.media.values():
+            try:
+                medium.finish()
+            except Exception as exc:
+                errors.append(f"{medium.name}: {exc}")
         if self.started and not self._all_agents_stopped:
             try:
                 self.stop_agents()  # let them flush their logs

@@ -197,6 +197,7 @@ class Run:
         self.manifest["versions"] = _versions(self.lab)
         self.manifest["capabilities"] = {"shaping": self.lab.shaper.name, "unemulated": sorted(self.lab.unemulated)}
         self.manifest["build_seconds"] = dict(self.lab.timings)
+        self.manifest.update(self.lab.media_manifest())
         self._write_manifest()
         self.nemesis = Nemesis(self.lab)
         self.progress.set("warm-up")
@@ -210,7 +211,7 @@ class Run:
         # The workload starts for every agent at once: the scenario clock's zero.
         self.t0_ns = time.time_ns()
         t0 = time.monotonic()
-        self.lab.start_workload()
+        self.lab.start_workload(self.t0_ns)
         self.manifest["t0_ns"] = self.t0_ns
         self._write_manifest()  # a run killed from here on still has its time zero
         total = len(scenario.schedule)
@@ -289,6 +290,7 @@ class Run:
             self.lab.stop()
         except Exception as exc:
             problems.append(str(exc))
+        self.manifest.update(self.lab.media_manifest())
         self.manifest["timeline"] = self.executed
         self.manifest["status"] = status
         if error:

@@ -179,6 +179,11 @@ def finish(run_dir: str, reason: str) -> Dict[str, Any]:
                                                          else [])}
     manifest["log_events"] = collect_logs(run_dir, node_dirs)
     manifest["timeline"] = read_timeline(run_dir)
+    from .radio.record import to_parquet
+
+    problem = to_parquet(run_dir)  # the radio tables it recorded tick by tick
+    if problem:
+        manifest.setdefault("problems", []).append(problem)
     last = last_packet_ns(pcap_dir)
     manifest["ended_by"] = "last packet" if last is not None else "last event"
     if last is None:

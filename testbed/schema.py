@@ -34,6 +34,60 @@ _rate = {"description": "a rate from 1kbit to 100gbit: 10mbit, 500kbit, 1gbit, o
                    {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[kKmMgG]?(bit|bps|bit/s|b/s)?\s*$"}]}
 
 
+_distance = {"description": "metres: 120, 120m or 1.5km",
+             "oneOf": [{"type": "number"}, {"type": "string", "pattern": r"^\s*-?\d+(\.\d+)?\s*(m|km)?\s*$"}]}
+_position = {"description": "[X, Y] or [X, Y, Z] in metres", "type": "array", "items": _distance,
+             "minItems": 2, "maxItems": 3}
+_pair_or_one = {"oneOf": [{"type": "number", "exclusiveMinimum": 0},
+                          {"type": "array", "items": {"type": "number", "exclusiveMinimum": 0},
+                           "minItems": 2, "maxItems": 2}]}
+_mobility = {
+    "description": "static, or random waypoint in an area",
+    "oneOf": [{"const": "static"},
+              {"type": "object", "required": ["model", "area", "speed"], "additionalProperties": False,
+               "properties": {"model": {"const": "random-waypoint"},
+                              "area": {"description": "[[X0, Y0], [X1, Y1]] or [WIDTH, HEIGHT]", "type": "array"},
+                              "speed": {"description": "m/s, or [MIN, MAX]", **_pair_or_one},
+                              "pause": {"description": "a duration, or [MIN, MAX]",
+                                        "oneOf": [_duration, {"type": "array", "items": _duration,
+                                                              "minItems": 2, "maxItems": 2}]}}}]}
+
+
+def _radio_segment() -> Dict[str, Any]:
+    from .radio.propagation import LOG_DISTANCE_FIELDS
+
+    loss = {"oneOf": [
+        {"const": "none"},
+        {"type": "object", "required": ["model"], "additionalProperties": False,
+         "properties": {"model": {"const": "none"}}},
+        {"type": "object", "required": ["model"], "additionalProperties": False,
+         "properties": {"model": {"const": "log-distance"},
+                        **{key: {"description": text, **({"type": "number"} if key != "reference_distance" else _distance)}
+                           for key, (_, _, text) in LOG_DISTANCE_FIELDS.items()}}},
+        {"type": "object", "required": ["model", "table"], "additionalProperties": False,
+         "properties": {"model": {"const": "table"},
+                        "table": {"description": "[[DISTANCE, PROBABILITY], ...] with increasing distances",
+                                  "oneOf": [{"type": "array", "minItems": 1,
+                                             "items": {"type": "array", "minItems": 2, "maxItems": 2}},
+                                            {"type": "object"}]}}},
+    ]}
+    return {
+        "type": "object", "required": ["members", "range"], "additionalProperties": False,
+        "properties": {
+            "members": {"type": "array", "minItems": 1,
+                        "items": {"type": "string", "description": "NODE, NODE:INTERFACE or a kind"}},
+            "range": _distance, "loss": loss, "bitrate": _rate,
+            "queue": {"type": "integer", "minimum": 1, "description": "frames waiting for the air per sender"},
+            "delay": _delay, "jitter": _delay,
+            "tick": _duration,
+            "trace": {"oneOf": [{"type": "string"},
+                                {"type": "object", "required": ["file"], "additionalProperties": False,
+                                 "properties": {"file": {"type": "string"}, "format": {"enum": ["ns2", "csv"]},
+                                                "nodes": {"type": "array", "items": {"type": "string"}}}}]},
+        },
+    }
+
+
 def impairment_schemas() -> Dict[str, Any]:
     """The seven impairments' JSON Schemas, for links and for the actions that change them."""
     return _impairments()
@@ -58,6 +112,8 @@ def topology_schema() -> Dict[str, Any]:
         "attributes": {"type": "object", "description": "the node's attribute environment"},
         "capabilities": {"type": "array", "items": {"type": "string", "pattern": r"^(CAP_)?[A-Z_]+$"}},
         "env": {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
+        "position": _position,
+        "mobility": _mobility,
     }
     impairments = _impairments()
     impairment_object = {"type": "object", "properties": impairments, "additionalProperties": False}
@@ -100,6 +156,8 @@ def topology_schema() -> Dict[str, Any]:
                            "properties": {"pool": {"type": "string"}, "routing": {"enum": list(ROUTING_MODES)}}},
             "accept_unemulated": {"oneOf": [{"const": True},
                                             {"type": "array", "items": {"enum": list(IMPAIRMENT_KEYS)}}]},
+            "radio": {"type": "object", "propertyNames": {"pattern": NAME_PATTERN},
+                      "additionalProperties": _radio_segment()},
             "generate": {"type": "object", "required": ["shape"],
                          "properties": {"shape": {"enum": list(SHAPES)}, "servers": count, "components": count,
                                         "levels": {"type": "integer", "minimum": 1}, "children": count,

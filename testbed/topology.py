@@ -15,6 +15,9 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from . import addressing, generators
 from .errors import ValidationError
 from .model import Endpoint, Link, LinkProps, Node, Switch, Topology
+from .radio.propagation import ModelError
+from .radio.spec import INTERFACE_PREFIX as RADIO_INTERFACE_PREFIX, parse_mobility, parse_position
+from .radio.topology import check_radio_members, radio_section
 from .units import DELAY_ALLOWED, FRACTION_ALLOWED, RATE_ALLOWED, parse_delay_ms, parse_fraction, parse_rate_mbit
 from .yamlio import Located, Path, dotted, load_file, load_text
 
@@ -24,8 +27,9 @@ INTF_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")
 INTF_ALLOWED = "an interface name of up to 15 characters, starting with a letter (not 'lo')"
 
 TOP_KEYS = ("name", "description", "defaults", "kinds", "nodes", "switches", "links",
-            "link_defaults", "addressing", "accept_unemulated", "generate")
-NODE_KEYS = ("kind", "role", "params", "image", "command", "runtime", "attributes", "capabilities", "env")
+            "link_defaults", "addressing", "accept_unemulated", "generate", "radio")
+NODE_KEYS = ("kind", "role", "params", "image", "command", "runtime", "attributes", "capabilities", "env",
+             "position", "mobility")
 SWITCH_KEYS = ("type", "stp")
 SWITCH_TYPES = ("bridge", "ovs")
 IMPAIRMENT_KEYS = ("delay", "jitter", "loss", "bandwidth", "corruption", "duplication", "reordering")
@@ -173,7 +177,15 @@ def parse_topology(doc: Located, accept_unemulated: Tuple[str, ...] = ()) -> Top
                            ("link_defaults",), LinkProps())
     links = [_link(r, raw, path if path != ("generate",) else ("generate",), nodes, switches, link_defaults, i)
              for i, (raw, path) in enumerate(zip(raw_links, link_paths))]
-    _assign_interface_names(r, links, link_paths, nodes)
+    # Radio segments: each is a switch of type radio and its memberships are links, so that
+    # addressing, routes, captures and partitions treat it as the broadcast domain it is.
+    radio = radio_section(r, top.get("radio"), nodes, switches)
+    for segment, members, paths in radio:
+        switches[segment.name] = Switch(segment.name, "radio")
+        links.extend(Link(a=end, b=Endpoint(node=segment.name)) for end in members)
+        link_paths.extend(paths)
+    _assign_interface_names(r, links, link_paths, nodes, frozenset(segment.name for segment, _, _ in radio))
+    check_radio_members(r, radio, nodes)
     _check_switch_loops(r, links, link_paths, switches)
     _check_parent_tree(r, nodes)
     _check_role_params(r, nodes)
@@ -198,7 +210,8 @@ def parse_topology(doc: Located, accept_unemulated: Tuple[str, ...] = ()) -> Top
 
     topo = Topology(name=name, nodes=nodes, switches=switches, links=links, source=doc.file,
                     description=description.strip(), pool=pool, routing=routing,
-                    accept_unemulated=frozenset(accepted), generated_by=generated)
+                    accept_unemulated=frozenset(accepted), generated_by=generated,
+                    radio={segment.name: segment for segment, _, _ in radio})
     try:
         addressing.assign(topo)
     except addressing.AddressingError as exc:
@@ -274,6 +287,12 @@ def _node(r: Reader, name: str, fields: Dict[str, Any], defaults: Dict[str, Any]
         for i, cap in enumerate(caps):
             r.string(cap, sources["capabilities"] + (i,), CAPABILITY_RE, "Linux capability names such as NET_RAW")
         node.capabilities = [c.upper().removeprefix("CAP_") for c in caps]
+    for key, parse in (("position", parse_position), ("mobility", parse_mobility)):
+        if key in resolved:
+            try:
+                setattr(node, key, parse(resolved[key]))
+            except ModelError as exc:
+                raise r.fail(sources[key] + exc.key, exc.message, exc.allowed) from None
     return node
 
 
@@ -385,8 +404,10 @@ def _link(r: Reader, raw: Any, path: Path, nodes: Dict[str, Node], switches: Dic
     return Link(a=a, b=b, forward=forward, backward=backward)
 
 
-def _assign_interface_names(r: Reader, links: List[Link], paths: List[Path], nodes: Dict[str, Node]) -> None:
-    """Explicit names first; the rest get eth0, eth1, ... in link order, skipping taken names."""
+def _assign_interface_names(r: Reader, links: List[Link], paths: List[Path], nodes: Dict[str, Node],
+                            radio: frozenset = frozenset()) -> None:
+    """Explicit names first; the rest get eth0, eth1, ... in link order (radio memberships
+    wlan0, wlan1, ...), skipping taken names."""
     taken: Dict[str, Dict[str, int]] = {name: {} for name in nodes}
     for i, link in enumerate(links):
         for j, end in enumerate((link.a, link.b)):
@@ -396,13 +417,16 @@ def _assign_interface_names(r: Reader, links: List[Link], paths: List[Path], nod
                                  f"interface {end.interface!r} of {end.node!r} is already used by another link",
                                  "each interface of a node in one link")
                 taken[end.node][end.interface] = i
-    counters: Dict[str, int] = {name: 0 for name in nodes}
+    counters: Dict[Tuple[str, str], int] = {}
     for link in links:
+        prefix = RADIO_INTERFACE_PREFIX if link.b.node in radio else "eth"
         for end in (link.a, link.b):
             if end.node in nodes and not end.interface:
-                while f"eth{counters[end.node]}" in taken[end.node]:
-                    counters[end.node] += 1
-                end.interface = f"eth{counters[end.node]}"
+                key = (end.node, prefix)
+                counters.setdefault(key, 0)
+                while f"{prefix}{counters[key]}" in taken[end.node]:
+                    counters[key] += 1
+                end.interface = f"{prefix}{counters[key]}"
                 taken[end.node][end.interface] = -1
 
 

@@ -122,3 +122,35 @@ def parse_fraction(value: Any) -> float:
     if not 0.0 <= number <= 1.0:
         raise ValueError(f"{shown} is outside [0, 1]")
     return number
+
+
+_DISTANCE = re.compile(r"^\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*(m|km)?\s*$", re.IGNORECASE)
+#: positions, areas and ranges are bounded so that squared distances stay exact in a float
+MAX_DISTANCE_M = 1e7
+DISTANCE_ALLOWED = "a distance from 0 to 10000km such as 120, 120m or 1.5km (a bare number is metres)"
+COORDINATE_ALLOWED = "a number of metres from -10000km to 10000km"
+
+
+def parse_distance_m(value: Any) -> float:
+    """`120`, `120m` or `1.5km` → metres (0 to MAX_DISTANCE_M)."""
+    number = parse_coordinate_m(value)
+    if number < 0:
+        raise ValueError(f"{value} is negative")
+    return number
+
+
+def parse_coordinate_m(value: Any) -> float:
+    """A coordinate in metres (may be negative): `-20`, `35.5m`, `1.2km`."""
+    if _is_number(value):
+        number = _float(value)
+    elif isinstance(value, str):
+        match = _DISTANCE.match(value)
+        if not match:
+            raise ValueError(f"'{value}' is not a distance")
+        number = float(match.group(1)) * (1000.0 if (match.group(2) or "").lower() == "km" else 1.0)
+    else:
+        raise ValueError(f"{type(value).__name__} {value!r} is not a distance")
+    _finite(number, value)
+    if abs(number) > MAX_DISTANCE_M:
+        raise ValueError(f"{value} is beyond 10000km")
+    return number

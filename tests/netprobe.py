@@ -1,6 +1,7 @@
 """Traffic probes the network tests run inside node namespaces (with the machine's python3).
 
-  netprobe.py udp-recv PORT IDLE_S        count datagrams until IDLE_S without one; print JSON
+  netprobe.py udp-recv PORT IDLE_S [FIRST_S]  count datagrams until IDLE_S without one (FIRST_S,
+                                          default 30, before the first); print JSON
   netprobe.py udp-send ADDR PORT COUNT PPS  send COUNT numbered datagrams at PPS
   netprobe.py tcp-recv PORT               receive one TCP stream; print JSON with the goodput
   netprobe.py tcp-send ADDR PORT SECONDS  send as fast as the network allows for SECONDS
@@ -19,12 +20,12 @@ import sys
 import time
 
 
-def udp_recv(port, idle):
+def udp_recv(port, idle, first=30.0):
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     sock.bind(("0.0.0.0", port))
     print("ready", flush=True)
-    sock.settimeout(30)
+    sock.settimeout(first)
     seen = {}
     try:
         while True:
@@ -40,6 +41,7 @@ def udp_recv(port, idle):
 
 def udp_send(addr, port, count, pps):
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)  # ADDR may be a subnet's broadcast
     start = time.monotonic()
     for seq in range(count):
         target = start + seq / pps
@@ -115,6 +117,7 @@ FRAME_OVERHEAD = 14 + 20 + 8  # Ethernet, IPv4 and UDP headers around each datag
 
 def udp_blast(addr, port, seconds, mbit, size=1400):
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
     pps = mbit * 1e6 / 8 / (size + FRAME_OVERHEAD)
     payload = b"x" * size
     start = time.monotonic()
@@ -163,7 +166,7 @@ def udp_rate(port, idle, warmup=0.5):
 if __name__ == "__main__":
     verb, args = sys.argv[1], sys.argv[2:]
     if verb == "udp-recv":
-        udp_recv(int(args[0]), float(args[1]))
+        udp_recv(int(args[0]), float(args[1]), *(float(a) for a in args[2:3]))
     elif verb == "udp-send":
         udp_send(args[0], int(args[1]), int(args[2]), float(args[3]))
     elif verb == "tcp-recv":

@@ -26,6 +26,7 @@ _ACTIONS: Dict[str, str] = {
     "partition": "testbed.actions.partition:Partition",
     "heal": "testbed.actions.heal:Heal",
     "exec": "testbed.actions.exec_:Exec",
+    "move": "testbed.actions.move:Move",
 }
 
 _loaded: Dict[str, type] = {}

@@ -2,11 +2,13 @@
 
 - `switches`: each topology switch as a Linux bridge (or an Open vSwitch bridge);
 - `cables`: each topology link as a veth cable through a bridge port in the machine's namespace,
-  where its shaping (loss, duplication, bandwidth, or netem) and partitions act.
+  where its shaping (loss, duplication, bandwidth, or netem) and partitions act;
+- `radio`: each radio segment as a bridge whose forward hook lets through only the copies of a
+  frame that the members' positions, range and loss model allow, with airtime and mobility.
 
 The lab builds every registered medium in this order (a cable into a switch needs the switch's
 bridge) and otherwise knows nothing of their details; a new medium (the radio segment) is one
-module and one line here.
+module and one line here (the radio segment is).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import List, Tuple, Type
 _MEDIA: List[Tuple[str, str]] = [
     ("switches", "testbed.media.switch:Switches"),
     ("cables", "testbed.media.cable:Cables"),
+    ("radio", "testbed.media.radio:Radio"),
 ]
 
 

@@ -76,17 +76,23 @@ class Medium:
     """One kind of layer-2 medium of a lab: switches, cables, a radio segment, ...
 
     The lab calls, in order: `check` before anything is created, `add` while the network is
-    described (bridges and veth pairs), `start` once the nodes have their addresses, and
+    described (bridges and veth pairs), `start` once the nodes have their addresses, `begin` when
+    the experiment's clock starts (a run's time zero), `finish` before the nodes go, and
     `teardown` when the lab goes; between `start` and `teardown`, `receiver_ports` says where
-    frames towards each node interface leave a bridge (partitions drop there)."""
+    frames towards each node interface leave a bridge (partitions drop there), and `manifest`
+    what the medium emulates, for the run manifest."""
 
     name = "base"
 
-    def __init__(self, topo: Topology, names: LabNames, shaper, capabilities) -> None:
+    def __init__(self, topo: Topology, names: LabNames, shaper, capabilities, workdir: Optional[str] = None,
+                 node_dirs: Optional[Dict[str, str]] = None, seed: int = 0) -> None:
         self.topo = topo
         self.names = names
         self.shaper = shaper
         self.capabilities = capabilities
+        self.workdir = workdir      # the run directory (or the lab's working directory)
+        self.node_dirs = node_dirs  # each node's directory, as the lab made them
+        self.seed = seed
 
     def check(self, accepted: Iterable[str]) -> FrozenSet[str]:
         """Raise if this machine cannot realise the medium; return the properties it will run
@@ -99,8 +105,18 @@ class Medium:
     def start(self) -> None:
         """The network is up and the nodes have their addresses: apply the initial settings."""
 
+    def begin(self, t0_ns: Optional[int] = None) -> None:
+        """The experiment's clock starts (time-driven media start moving)."""
+
     def receiver_ports(self) -> ReceiverPorts:
         return {}
+
+    def manifest(self) -> Dict[str, object]:
+        """What the run manifest records of this medium under its name ({}: nothing)."""
+        return {}
+
+    def finish(self) -> None:
+        """The lab is about to stop its nodes: stop changing, read counters, close records."""
 
     @property
     def unemulated(self) -> FrozenSet[str]:

@@ -37,6 +37,8 @@ class Cables(Medium):
 
     def add(self, build: Build) -> None:
         for index, link in enumerate(self.topo.links):
+            if self.topo.is_radio_link(link):
+                continue  # a radio membership: testbed.media.radio
             a = self._end(build, link.a.node, link.a.interface)
             b = self._end(build, link.b.node, link.b.interface)
             a_port: Optional[End] = None
@@ -77,6 +79,8 @@ class Cables(Medium):
 
     def start(self) -> None:
         for index, link in enumerate(self.topo.links):
+            if self.topo.is_radio_link(link):
+                continue
             self.shape(index, link.forward, link.backward)
 
     def receiver_ports(self) -> ReceiverPorts:

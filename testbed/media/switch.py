@@ -27,7 +27,8 @@ class Switches(Medium):
         return frozenset()
 
     def add(self, build: Build) -> None:
-        for index, (name, switch) in enumerate(self.topo.switches.items(), start=1):
+        wired = [(name, sw) for name, sw in self.topo.switches.items() if sw.type != "radio"]
+        for index, (name, switch) in enumerate(wired, start=1):
             device = self.names.bridge(index)
             build.bridges[name] = device
             build.add_bridge(device, stp=switch.stp, ovs=switch.type == "ovs")

@@ -1,0 +1,268 @@
+"""What a topology declares about radio: its segments, and each member node's position and
+mobility. Pure data and its validation; `testbed.topology` reads the YAML through these, and
+the radio medium (testbed.media.radio) realises them.
+
+A segment in a topology file:
+
+    radio:
+      air:
+        members: [n1, n2, sensor]     # node names, NODE:INTERFACE, or kind names (all their nodes)
+        range: 100m                   # required; beyond it nothing arrives, ever
+        loss: {model: log-distance, exponent: 3, sigma: 4}   # default: none (all frames in range arrive)
+        bitrate: 250kbit              # airtime: each sender serialised at this rate (default: none)
+        queue: 50                     # frames waiting for the air per sender, beyond which they drop
+        tick: 1s                      # how often positions are applied
+        trace: moves.ns2              # ns-2 setdest/BonnMotion/SUMO file or CSV (time,node,x,y[,z])
+
+and per node (or kind, or defaults): `position: [x, y]` or `[x, y, z]` in metres, and
+`mobility: static` or `{model: random-waypoint, area: [[x0, y0], [x1, y1]], speed: [1, 5],
+pause: [0s, 2s]}`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..model import LinkProps
+from ..units import (COORDINATE_ALLOWED, TIME_ALLOWED, parse_coordinate_m, parse_delay_ms, parse_distance_m,
+                     parse_time_ms)
+from .propagation import LossModel, ModelError
+
+Point = Tuple[float, float, float]
+
+SEGMENT_KEYS = ("members", "range", "loss", "bitrate", "queue", "delay", "jitter", "tick", "trace")
+TRACE_KEYS = ("file", "format", "nodes")
+TRACE_FORMATS = ("ns2", "csv")
+MOBILITY_MODELS = ("static", "random-waypoint")
+MOBILITY_ALLOWED = ("static, or {model: random-waypoint, area: [[X0, Y0], [X1, Y1]], speed: [MIN, MAX] (m/s), "
+                    "pause: [MIN, MAX] (durations)}")
+POSITION_ALLOWED = "[X, Y] or [X, Y, Z] in metres, such as [120, 40]"
+#: a tick shorter than this cannot be applied in time on a loaded machine
+MIN_TICK_MS = 10.0
+MAX_QUEUE = 100_000
+DEFAULT_QUEUE = 50
+#: the radio interface names a member gets when its entry does not name one: wlan0, wlan1, ...
+INTERFACE_PREFIX = "wlan"
+
+
+@dataclass(frozen=True)
+class MobilitySpec:
+    model: str = "static"
+    area: Tuple[Tuple[float, float], Tuple[float, float]] = ((0.0, 0.0), (0.0, 0.0))
+    speed: Tuple[float, float] = (1.0, 1.0)
+    pause: Tuple[float, float] = (0.0, 0.0)
+
+    def to_dict(self) -> Any:
+        if self.model == "static":
+            return "static"
+        return {"model": self.model, "area": [list(self.area[0]), list(self.area[1])],
+                "speed": list(self.speed), "pause": [f"{p:g}s" for p in self.pause]}
+
+
+@dataclass
+class TraceSpec:
+    file: str            # as written in the topology
+    path: str            # resolved against the topology file's directory
+    format: Optional[str]
+    nodes: List[str]     # node_(i) / index i of the trace → nodes[i]
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"file": self.file}
+        if self.format:
+            out["format"] = self.format
+        out["nodes"] = list(self.nodes)
+        return out
+
+
+@dataclass
+class RadioSegment:
+    name: str
+    range_m: float
+    loss: LossModel = field(default_factory=LossModel)
+    bitrate_kbit: Optional[float] = None
+    queue_frames: int = DEFAULT_QUEUE
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    tick_s: float = 1.0
+    trace: Optional[TraceSpec] = None
+    #: member node → its radio interface, in declaration order
+    members: Dict[str, str] = field(default_factory=dict)
+
+    def props(self) -> LinkProps:
+        """What a sender's radio egress asks of the machine, in the wired links' terms."""
+        return LinkProps(delay_ms=self.delay_ms, jitter_ms=self.jitter_ms,
+                         bandwidth_mbit=None if self.bitrate_kbit is None else self.bitrate_kbit / 1000.0)
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"members": [f"{n}:{i}" for n, i in self.members.items()],
+                               "range": f"{self.range_m:g}m", "loss": self.loss.to_dict()}
+        if self.bitrate_kbit is not None:
+            out["bitrate"] = f"{self.bitrate_kbit:g}kbit"
+        out["queue"] = self.queue_frames
+        if self.delay_ms:
+            out["delay"] = f"{self.delay_ms:g}ms"
+        if self.jitter_ms:
+            out["jitter"] = f"{self.jitter_ms:g}ms"
+        out["tick"] = f"{self.tick_s * 1000:g}ms"
+        if self.trace is not None:
+            out["trace"] = self.trace.to_dict()
+        return out
+
+    def manifest(self) -> Dict[str, Any]:
+        """The emulated properties, in the units the analysis reads."""
+        return {"range_m": self.range_m, "loss": self.loss.to_dict(), "bitrate_kbit": self.bitrate_kbit,
+                "queue_frames": self.queue_frames, "delay_ms": self.delay_ms, "jitter_ms": self.jitter_ms,
+                "tick_s": self.tick_s, "members": dict(self.members),
+                "trace": None if self.trace is None else self.trace.to_dict()}
+
+
+def parse_position(value: Any) -> Point:
+    """[x, y] or [x, y, z] → a point (ModelError with the bad index)."""
+    if not isinstance(value, (list, tuple)) or len(value) not in (2, 3):
+        raise ModelError((), "expected a position", POSITION_ALLOWED)
+    coords = []
+    for i, item in enumerate(value):
+        try:
+            coords.append(parse_coordinate_m(item))
+        except ValueError as exc:
+            raise ModelError((i,), str(exc), COORDINATE_ALLOWED) from None
+    if len(coords) == 2:
+        coords.append(0.0)
+    return (coords[0], coords[1], coords[2])
+
+
+def _pair(value: Any, key: str, parse, allowed: str) -> Tuple[float, float]:
+    items = value if isinstance(value, (list, tuple)) else [value, value]
+    if len(items) != 2:
+        raise ModelError((key,), "expected one value or [MIN, MAX]", allowed)
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(parse(item))
+        except ValueError as exc:
+            raise ModelError((key,) if not isinstance(value, (list, tuple)) else (key, i), str(exc), allowed) from None
+    if out[0] > out[1]:
+        raise ModelError((key,), f"the minimum {items[0]} is above the maximum {items[1]}", allowed)
+    return (out[0], out[1])
+
+
+def _speed(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{value!r} is not a speed")
+    if not 0 < value <= 1e5:
+        raise ValueError(f"{value} is not a speed above 0 and at most 100000 m/s")
+    return float(value)
+
+
+def parse_mobility(value: Any) -> MobilitySpec:
+    """A node's `mobility:` → MobilitySpec (ModelError with the bad key)."""
+    if value is None or value == "static" or value == {"model": "static"}:
+        return MobilitySpec()
+    if isinstance(value, str) or not isinstance(value, dict):
+        raise ModelError((), f"unknown mobility {value!r}", MOBILITY_ALLOWED)
+    model = value.get("model")
+    if model not in MOBILITY_MODELS:
+        raise ModelError(("model",), f"unknown mobility model {model!r}", ", ".join(MOBILITY_MODELS))
+    if model == "static":
+        raise ModelError((sorted(set(value) - {"model"})[0],), "static mobility has no parameters", "static")
+    keys = ("model", "area", "speed", "pause")
+    for key in value:
+        if key not in keys:
+            raise ModelError((key,), f"unknown field '{key}'", ", ".join(keys))
+    area_allowed = "[[X0, Y0], [X1, Y1]] (corners in metres) or [WIDTH, HEIGHT] from [0, 0]"
+    area = value.get("area")
+    if area is None:
+        raise ModelError(("area",), "random-waypoint needs the area it moves in", area_allowed)
+    if isinstance(area, list) and len(area) == 2 and not any(isinstance(a, list) for a in area):
+        area = [[0, 0], area]
+    if not isinstance(area, list) or len(area) != 2 or not all(isinstance(c, list) and len(c) == 2 for c in area):
+        raise ModelError(("area",), "expected an area", area_allowed)
+    try:
+        (x0, y0), (x1, y1) = [[parse_coordinate_m(v) for v in corner] for corner in area]
+    except ValueError as exc:
+        raise ModelError(("area",), str(exc), area_allowed) from None
+    if not (x0 < x1 and y0 < y1):
+        raise ModelError(("area",), "the second corner must be above and right of the first (x0 < x1, y0 < y1)",
+                         area_allowed)
+    if "speed" not in value:
+        raise ModelError(("speed",), "random-waypoint needs a speed", "a speed in m/s or [MIN, MAX]")
+    speed = _pair(value["speed"], "speed", _speed, "a speed in m/s above 0, or [MIN, MAX]")
+    pause = _pair(value.get("pause", 0), "pause", lambda v: parse_time_ms(v) / 1000.0,
+                  TIME_ALLOWED + ", or [MIN, MAX]")
+    return MobilitySpec(model="random-waypoint", area=((x0, y0), (x1, y1)), speed=speed, pause=pause)
+
+
+def parse_segment_fields(name: str, fields: Dict[str, Any], topology_file: str) -> RadioSegment:
+    """The segment's own fields (not its members) → RadioSegment (ModelError with the bad key)."""
+    from ..units import DELAY_ALLOWED, DISTANCE_ALLOWED, RATE_ALLOWED, parse_rate_mbit
+    from .propagation import parse_loss
+
+    if "range" not in fields:
+        raise ModelError(("range",), "a radio segment needs a range: beyond it nothing arrives", DISTANCE_ALLOWED)
+    try:
+        range_m = parse_distance_m(fields["range"])
+    except ValueError as exc:
+        raise ModelError(("range",), str(exc), DISTANCE_ALLOWED) from None
+    if range_m <= 0:
+        raise ModelError(("range",), f"{fields['range']} is not above 0", DISTANCE_ALLOWED)
+    try:
+        loss = parse_loss(fields.get("loss"))
+    except ModelError as exc:
+        raise ModelError(("loss",) + exc.key, exc.message, exc.allowed) from None
+    segment = RadioSegment(name=name, range_m=range_m, loss=loss)
+    if fields.get("bitrate") is not None:
+        try:
+            segment.bitrate_kbit = parse_rate_mbit(fields["bitrate"]) * 1000.0
+        except ValueError as exc:
+            raise ModelError(("bitrate",), str(exc), RATE_ALLOWED) from None
+    if "queue" in fields:
+        queue = fields["queue"]
+        if isinstance(queue, bool) or not isinstance(queue, int) or not 1 <= queue <= MAX_QUEUE:
+            raise ModelError(("queue",), f"{queue!r} is not a queue length",
+                             f"a whole number of frames from 1 to {MAX_QUEUE}")
+        segment.queue_frames = queue
+    for key in ("delay", "jitter"):
+        if key in fields:
+            try:
+                setattr(segment, f"{key}_ms", parse_delay_ms(fields[key]))
+            except ValueError as exc:
+                raise ModelError((key,), str(exc), DELAY_ALLOWED) from None
+    if segment.jitter_ms and not segment.delay_ms:
+        raise ModelError(("jitter",), "jitter varies a delay and needs one", "set delay above 0 on the segment")
+    if "tick" in fields:
+        try:
+            tick_ms = parse_time_ms(fields["tick"], 3_600_000)
+        except ValueError as exc:
+            raise ModelError(("tick",), str(exc), "a duration from 10ms to 1h, such as 1s or 200ms") from None
+        if tick_ms < MIN_TICK_MS:
+            raise ModelError(("tick",), f"{fields['tick']} is shorter than 10ms",
+                             "a duration from 10ms to 1h, such as 1s or 200ms")
+        segment.tick_s = tick_ms / 1000.0
+    if fields.get("trace") is not None:
+        segment.trace = _trace(fields["trace"], topology_file)
+    return segment
+
+
+def _trace(value: Any, topology_file: str) -> TraceSpec:
+    allowed = "a file name, or {file: NAME, format: ns2 or csv, nodes: [NODE, ...]}"
+    if isinstance(value, str):
+        value = {"file": value}
+    if not isinstance(value, dict):
+        raise ModelError(("trace",), "expected a trace file", allowed)
+    for key in value:
+        if key not in TRACE_KEYS:
+            raise ModelError(("trace", key), f"unknown field '{key}'", ", ".join(TRACE_KEYS))
+    file = value.get("file")
+    if not isinstance(file, str) or not file:
+        raise ModelError(("trace", "file"), "expected the trace's file name", allowed)
+    fmt = value.get("format")
+    if fmt is not None and fmt not in TRACE_FORMATS:
+        raise ModelError(("trace", "format"), f"unknown trace format {fmt!r}", ", ".join(TRACE_FORMATS))
+    nodes = value.get("nodes", [])
+    if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
+        raise ModelError(("trace", "nodes"), "expected a list of node names",
+                         "the nodes the trace's indices 0, 1, ... stand for (default: the members in order)")
+    base = os.path.dirname(os.path.abspath(topology_file)) if not topology_file.startswith("<") else os.getcwd()
+    return TraceSpec(file=file, path=os.path.join(base, file), format=fmt, nodes=list(nodes))
