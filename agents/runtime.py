@@ -56,14 +56,24 @@ class Position:
 
 def read_position(directory: str) -> Optional[Position]:
     """The node's current position from its directory ($TESTBED_DIR), the same position the
-    medium uses; None for a node on no radio segment."""
-    try:
-        with open(os.path.join(directory, POSITION_FILE)) as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        return None
-    return Position(float(data["x"]), float(data["y"]), float(data.get("z", 0.0)), str(data["segment"]),
-                    float(data.get("t_s", 0.0)))
+    medium uses; None for a node on no radio segment. The testbed rewrites the file in place
+    with the record's sequence number at both ends: a read that caught a write half-done sees
+    them differ (or no JSON) and reads again."""
+    path = os.path.join(directory, POSITION_FILE)
+    for _ in range(100):
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read()
+        except FileNotFoundError:
+            return None
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        if data.get("seq") == data.get("end"):
+            return Position(float(data["x"]), float(data["y"]), float(data.get("z", 0.0)), str(data["segment"]),
+                            float(data.get("t_s", 0.0)))
+    raise OSError(f"{path}: no consistent position after 100 reads")
 
 
 def now_ns() -> int:

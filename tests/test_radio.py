@@ -292,3 +292,18 @@ workload:
             checked += 1
     assert checked > 200 and changes >= 3, (checked, changes)
     assert manifest["radio"]["air"]["ticks"] >= len(ticks)
+
+
+def test_an_agent_reads_the_position_the_medium_writes_and_never_a_torn_one(tmp_path):
+    from agents.runtime import read_position
+    from testbed.media.radio import POSITION_RECORD
+
+    assert read_position(str(tmp_path)) is None  # on no radio segment
+    path = tmp_path / "position.json"
+    path.write_bytes(b'{"seq": 3, "segment": "air", "x": 1.5, "y": -2.0, "z": 0.0, "t_s": 4.0, "end": 3}'
+                     .ljust(POSITION_RECORD - 1) + b"\n")
+    position = read_position(str(tmp_path))
+    assert (position.x, position.y, position.segment, position.t_s) == (1.5, -2.0, "air", 4.0)
+    path.write_bytes(b'{"seq": 4, "segment": "air", "x": 9.5, "y": -2.0, "z": 0.0, "t_s": 4.0, "end": 3}')
+    with pytest.raises(OSError):
+        read_position(str(tmp_path))
