@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import CapabilityError, TestbedError, UsageError, ValidationError
 from .faults import DryLab, Nemesis
@@ -202,6 +202,18 @@ class LabSession:
 
     def heal(self) -> None:
         self.act("heal")
+
+    def move(self, node: str, to: Sequence[float], speed: Optional[float] = None) -> None:
+        """Move a node on its radio segment to `to` ([x, y] or [x, y, z] metres): at once, or from
+        where it is at `speed` m/s; it stays there afterwards."""
+        self.act("move", node=node, to=list(to), **({} if speed is None else {"speed": speed}))
+
+    def position(self, node: str) -> Tuple[float, float, float]:
+        """Where the radio medium places the node now (x, y, z metres)."""
+        self._need(node)
+        if not any(node in segment.members for segment in self.topology.radio.values()):
+            raise UsageError(f"node {node!r} is on no radio segment, so it has no position")
+        return self._lab.position(node)
 
     def _need(self, node: str) -> None:
         if node not in self.topology.nodes:

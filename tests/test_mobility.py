@@ -518,7 +518,7 @@ def test_load_trace_an_unreadable_file_names_the_field(tmp_path):
     with pytest.raises(ValidationError) as info:
         load_trace(str(tmp_path / "missing.ns2"), None, NODES, "segments.air.mobility.file")
     assert info.value.field == "segments.air.mobility.file"
-    assert "cannot read" in info.value.message
+    assert "no such trace file" in info.value.message
     binary = tmp_path / "binary.csv"
     binary.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(ValidationError) as info:

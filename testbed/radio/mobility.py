@@ -29,6 +29,7 @@ bad model parameters as `ValueError`s, which the topology reader turns into loca
 from __future__ import annotations
 
 import math
+import os
 import random
 import re
 from bisect import bisect_right
@@ -476,14 +477,24 @@ def guess_format(text: str) -> str:
     return "csv"
 
 
+#: a trace is read whole; this bounds what a mistaken path (a device, a huge log) can cost
+MAX_TRACE_BYTES = 256 << 20
+
+
 def load_trace(path: str, fmt: Optional[str], nodes: List[str], field: str) -> Dict[str, Track]:
     """Read a trace file in format `fmt` ("ns2", "csv", or None: guessed from the content) → a
     track for each node it names. A file that cannot be read is a ValidationError naming `field`."""
     if fmt is not None and fmt not in FORMATS:
         raise ValidationError(path, field, f"unknown trace format '{fmt}'", ", ".join(FORMATS))
     try:
+        if not os.path.isfile(path):
+            raise ValidationError(path, field, "the trace is not a regular file" if os.path.exists(path)
+                                  else "no such trace file", "a path relative to the topology file")
+        if os.path.getsize(path) > MAX_TRACE_BYTES:
+            raise ValidationError(path, field, f"the trace is larger than {MAX_TRACE_BYTES >> 20} MiB",
+                                  "a trace file of at most 256 MiB")
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            text = handle.read(MAX_TRACE_BYTES + 1)
     except OSError as exc:
         raise ValidationError(path, field, f"cannot read the trace file: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
