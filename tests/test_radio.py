@@ -182,6 +182,10 @@ def test_a_line_hears_only_its_neighbours(lab_factory):
     assert "0 received" in lab.exec("n1", f"ping -c1 -W1 {lab.address('n3').ip}", check=False)
     with open(os.path.join(lab.node_dirs["n3"], "position.json")) as handle:
         assert json.load(handle)["x"] == 160.0
+    lab.partition([["n1"], ["n2", "n3", "n4"]])  # partitions drop at the radio ports too
+    assert _broadcast(lab, "n1", ["n2"], 6008, count=50) == {"n2": 0}
+    lab.heal()
+    assert _broadcast(lab, "n1", ["n2"], 6009, count=50) == {"n2": 50}
 
 
 def test_delivery_at_three_distances_is_inside_the_binomial_interval_of_the_model(lab_factory):
@@ -307,3 +311,23 @@ def test_an_agent_reads_the_position_the_medium_writes_and_never_a_torn_one(tmp_
     path.write_bytes(b'{"seq": 4, "segment": "air", "x": 9.5, "y": -2.0, "z": 0.0, "t_s": 4.0, "end": 3}')
     with pytest.raises(OSError):
         read_position(str(tmp_path))
+
+
+def test_a_killed_runs_radio_tables_become_parquet_without_the_torn_last_line(tmp_path):
+    import pandas as pd
+
+    from testbed.radio.record import Recorder, to_parquet
+
+    recorder = Recorder(str(tmp_path))
+    recorder.tick(10, 0.0, "air", ["a", "b"], np.array([[0.0, 0, 0], [5.0, 0, 0]]), np.array(["a"], dtype=object),
+                  np.array(["b"], dtype=object), np.array([5.0]), np.array([0.25]))
+    for handle in recorder._files.values():
+        handle.write("20,1.0,air,a,")  # the run was killed mid-line
+        handle.close()
+    assert to_parquet(str(tmp_path)) is None
+    positions = pd.read_parquet(tmp_path / "radio" / "positions.parquet")
+    links = pd.read_parquet(tmp_path / "radio" / "links.parquet")
+    assert list(positions["node"]) == ["a", "b"] and positions["t_ns"].dtype == np.int64
+    assert links.to_dict("records") == [{"t_ns": 10, "t_s": 0.0, "segment": "air", "src": "a", "dst": "b",
+                                         "distance_m": 5.0, "p": 0.25}]
+    assert not os.path.exists(tmp_path / "radio" / "links.csv")
