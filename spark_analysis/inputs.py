@@ -9,7 +9,7 @@ import json
 import os
 import posixpath
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Collection, Dict, List, Optional, Tuple
 
 from testbed.errors import UsageError
 from testbed.rundir import MANIFEST_VERSION
@@ -26,6 +26,7 @@ class RunInfo:
     run_id: str
     uri: str                   # the run directory as given, without a trailing slash
     manifest: dict
+    radio: Optional[object] = None  # its radio medium's records (spark_analysis.radio.read), if it has one
 
     @property
     def t0(self) -> int:
@@ -43,11 +44,15 @@ class RunInfo:
     def node_ids(self) -> Dict[str, int]:
         return self.manifest.get("node_ids", {})
 
-    def segment_peers(self) -> Dict[str, List[str]]:
-        """For each node, the other nodes on any L2 segment it has an address on: its broadcasts' receivers."""
+    def segment_peers(self, skip: Collection[Tuple[str, str]] = ()) -> Dict[str, List[str]]:
+        """For each node, the other nodes on any L2 segment it has an address on: its broadcasts'
+        receivers. skip: (node, interface) pairs left out (radio interfaces, whose receivers
+        spark_analysis.radio.receivers finds)."""
         nets: Dict[str, List[str]] = {}
         for node, intfs in self.manifest.get("addresses", {}).items():
-            for cidr in intfs.values():
+            for intf, cidr in intfs.items():
+                if (node, intf) in skip:
+                    continue
                 net = str(ipaddress.ip_interface(cidr).network)
                 nets.setdefault(net, []).append(node)
         peers: Dict[str, set] = {n: set() for n in self.node_ids}

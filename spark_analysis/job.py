@@ -6,7 +6,8 @@ local master and local run directories the local engine (spark_analysis.local) r
 in one Spark job whose tasks also write the packets and events tables; otherwise Spark decodes
 the pcaps (the vectorised reader in mapInArrow, each capture reduced where it is read), parses the
 logs and writes the tables. Either way the driver computes the metrics and the checks with numpy
-on integer codes (spark_analysis.metrics). The report is assembled in RUN_DIR/report.partial/ and
+on integer codes (spark_analysis.metrics), and for a run with a radio medium its section from the
+packets table (spark_analysis.radio). The report is assembled in RUN_DIR/report.partial/ and
 replaces RUN_DIR/report/ only when complete, so a failed or interrupted analysis leaves the run
 directory as it was.
 """
@@ -23,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
 
+from . import radio
 from .heap import large_array_heap
 from .inputs import (KIND_FILE, AnalysisError, RunInfo, local_path, normalise, read_events, read_manifest, read_packets,
                      read_reduced)
@@ -65,7 +67,8 @@ CAUSAL_AUTO_LIMIT = 200_000
 
 
 def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = True,
-            spark=None, causal: str = "auto", engine: str = "auto") -> Dict[str, dict]:
+            spark=None, causal: str = "auto", engine: str = "auto",
+            radio_times: Optional[List[float]] = None) -> Dict[str, dict]:
     """Analyse the runs; returns {run_id: results} and writes each RUN_DIR/report/.
 
     causal: "derive" always checks causal order (from vector clocks and dependencies when the
@@ -73,7 +76,9 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
     when the protocol logs vc/deps or the history has at most CAUSAL_AUTO_LIMIT deliveries.
     engine: "auto" takes the local engine (spark_analysis.local) when the master is local and the
     run directories are local, else the general one; "spark" forces the general one (Spark reads
-    the files and writes the tables), which the tests hold the local engine to."""
+    the files and writes the tables), which the tests hold the local engine to.
+    radio_times: for runs with a radio medium, the times (seconds since t0) of the map's range
+    circles (spark_analysis.radio.MAP_TIMES when None: the first tick, the middle, the last)."""
     if engine not in ("auto", "spark"):
         raise ValueError(f"engine {engine!r}: auto or spark")
     from . import local
@@ -88,6 +93,8 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
     prog.stages = LOCAL_STAGES if use_local else STAGES
     prog.stage("reading manifests")
     runs = [read_manifest(spark, u) for u in uris]
+    for r in runs:  # the radio medium's records, of runs that have one
+        r.radio = radio.read(spark, r)
     seen: Dict[str, str] = {}
     for r in runs:
         if r.run_id in seen:
@@ -96,7 +103,7 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
         seen[r.run_id] = r.uri
     try:
         with large_array_heap():
-            return _analyze(spark, runs, prog, causal, use_local)
+            return _analyze(spark, runs, prog, causal, use_local, radio_times)
     except BaseException:
         for r in runs:  # a failed or interrupted analysis leaves no half-written report behind
             try:
@@ -106,7 +113,8 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
         raise
 
 
-def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local: bool) -> Dict[str, dict]:
+def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local: bool,
+             radio_times: Optional[List[float]] = None) -> Dict[str, dict]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -180,6 +188,11 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
             for r in runs:
                 (packets.filter(F.col("run") == r.run_id).coalesce(max(1, spark.sparkContext.defaultParallelism))
                  .write.mode("overwrite").parquet(f"{partial[r.run_id]}/packets.parquet"))
+        for r in runs:  # a radio medium's section reads the packets table either engine wrote
+            if r.radio is not None:
+                frames = radio.read_frames(spark, r, f"{partial[r.run_id]}/packets.parquet")
+                results[r.run_id]["radio"] = radio.measures(r, frames)
+                radio.write_plots(drafts[r.run_id], r, radio_times)
 
         prog.stage("report")
         from .report import write_report

@@ -34,6 +34,7 @@ from typing import Dict, List, Optional
 
 from .inputs import RunInfo, local_path
 from .pcapreader import COLUMNS, node_of, read_file
+from .radio import Schedule, interval_of, receivers
 
 SEND_COLUMNS = ["run", "origin", "seq", "type", "t", "intended", "message_id", "order", "sequencer", "priority",
                 "vc", "deps", "receivers", "wanted_ns"]
@@ -74,8 +75,7 @@ def read_inputs(spark, runs: List[RunInfo], partial: Dict[str, str]) -> Inputs:
             hand = os.path.join(scratch, f"run{i}")
             for d in (os.path.join(out, "packets.parquet"), os.path.join(out, "events.parquet"), hand):
                 os.makedirs(d, exist_ok=True)
-            plan[r.uri] = {**r.capture_info(), "out": out, "hand": hand,
-                           "peers": {n: p for n, p in r.segment_peers().items() if n in r.node_ids}}
+            plan[r.uri] = {**r.capture_info(), "out": out, "hand": hand, "receivers": receivers(r)}
             items += run_files(r.uri, root)
         summaries = _run_tasks(spark, plan, items)
         return _gather(runs, plan, summaries)
@@ -237,7 +237,7 @@ def log_task(info: dict, path: str) -> dict:
     first_hop = pc.equal(pc.fill_null(table.column("hops"), 0), 0)
     sends = table.filter(pc.and_(pc.and_(pc.equal(event, "send"), own), first_hop))
     if sends.num_rows:
-        sends = sends.append_column("intended", intended_receivers(sends, info["peers"]))
+        sends = sends.append_column("intended", intended_receivers(sends, info["receivers"]))
         _write_ipc(_names_encoded(sends.select(SEND_COLUMNS)), os.path.join(info["hand"], f"sends-{stem}.arrow"))
     deliveries = table.filter(pc.equal(event, "deliver"))
     if deliveries.num_rows:
@@ -262,21 +262,34 @@ def _names_encoded(table):
     return table
 
 
-def intended_receivers(sends, peers: Dict[str, List[str]]):
+def intended_receivers(sends, schedule: Schedule):
     """Each send's intended receivers (a list array), by the rule of metrics.intended_receivers:
     `eligible` when it is a JSON list, else the `to` list, else the one node `to` names, else,
-    for a broadcast, the sender's segment peers; worked out once per distinct (eligible, to, node)."""
+    for a broadcast, the sender's receivers at the send's time `t` (spark_analysis.radio.receivers:
+    its segment peers, on a radio segment those in range); worked out once per distinct (eligible,
+    to, node, interval of the node's schedule)."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     none = "\x00"
+    node = pc.dictionary_encode(sends.column("node")).combine_chunks()
+    codes = np.asarray(pc.fill_null(node.indices, -1).to_numpy(), np.int64)
+    t = sends.column("t")
+    t_valid = np.asarray(t.is_valid().to_numpy(zero_copy_only=False), bool) if len(t) else np.zeros(0, bool)
+    t = np.asarray(pc.fill_null(t, 0).to_numpy(), np.int64) if len(t) else np.zeros(0, np.int64)
+    interval = np.full(len(codes), -1, np.int64)
+    for i, name in enumerate(node.dictionary.to_pylist()):
+        if name in schedule:
+            rows = codes == i
+            interval[rows] = interval_of(schedule[name], t[rows], t_valid[rows])
     key = pc.binary_join_element_wise(*(pc.fill_null(sends.column(c), none) for c in ("eligible", "to", "node")),
-                                      "\x1f")
+                                      pa.array(interval.astype(str)), "\x1f")
     enc = pc.dictionary_encode(key).combine_chunks()
     lists = []
     for text in enc.dictionary.to_pylist():
-        eligible, to, node = (None if part == none else part for part in text.split("\x1f"))
-        lists.append(_intended(eligible, to, node, peers))
+        eligible, to, name, k = (None if part == none else part for part in text.split("\x1f"))
+        lists.append(_intended(eligible, to, name, schedule, int(k)))
     return pc.take(pa.array(lists, pa.list_(pa.string())), enc.indices)
 
 
@@ -291,7 +304,8 @@ def _json_names(text: str) -> Optional[List[Optional[str]]]:
     return [v if isinstance(v, str) or v is None else json.dumps(v, separators=(",", ":")) for v in value]
 
 
-def _intended(eligible: Optional[str], to: Optional[str], node: Optional[str], peers) -> List[Optional[str]]:
+def _intended(eligible: Optional[str], to: Optional[str], node: Optional[str], schedule: Schedule,
+              interval: int) -> List[Optional[str]]:
     if eligible is not None:
         names = _json_names(eligible)
         if names is not None:
@@ -302,7 +316,9 @@ def _intended(eligible: Optional[str], to: Optional[str], node: Optional[str], p
         return _json_names(to) or []
     if to != "broadcast":
         return [to]
-    return list(peers.get(node, [])) if node is not None else []
+    if node is None or node not in schedule or interval < 0:
+        return []
+    return list(schedule[node][interval][2])
 
 
 def _gather(runs: List[RunInfo], plan, summaries: List[dict]) -> Inputs:

@@ -12,7 +12,8 @@ Definitions (written down in docs/ANALYSIS.md):
 - A message is identified by (run, origin, sequence, type). Its application send is the origin's
   "send" event (hops 0); its intended receivers come from the event: `eligible` when the role
   names them (a predicate's or group's members), else the `to` list, else, for a broadcast, the
-  nodes sharing an L2 segment with the sender (from the manifest's addresses).
+  nodes sharing an L2 segment with the sender (from the manifest's addresses); on a radio segment
+  those in the sender's range at the send (spark_analysis.radio.receivers).
 - Its wire send time is the first copy the origin's capture shows leaving (not a retransmission,
   not relayed); the log's time stands in when the origin's capture missed it.
 - A receiver is reached when its capture shows every fragment of the message arriving; first-copy
@@ -58,18 +59,24 @@ def type_name(code) -> str:
         return f"TYPE_{code}"
 
 
-def intended_receivers(sends, peers):
-    """Add `intended` (array of node names) to the send events: eligible, else to, else the segment."""
+def intended_receivers(sends, schedule):
+    """Add `intended` (array of node names) to the send events: eligible, else to, else the
+    sender's receivers at the send's time (schedule: rows run, node, _from, _until, _peers of
+    spark_analysis.radio.receivers; a null bound is unbounded), as local.intended_receivers."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     names = T.ArrayType(T.StringType())
     listed = F.when(F.col("to").startswith("["), F.from_json(F.col("to"), names))
     single = F.when((F.col("to") != "broadcast") & ~F.col("to").startswith("["), F.array(F.col("to")))
-    joined = sends.join(F.broadcast(peers), on=["run", "node"], how="left")
+    s = schedule.withColumnRenamed("run", "_run").withColumnRenamed("node", "_node")
+    t = F.col("t")
+    during = ((F.col("_run") == F.col("run")) & (F.col("_node") == F.col("node"))
+              & (F.col("_from").isNull() | (t >= F.col("_from"))) & (F.col("_until").isNull() | (t < F.col("_until"))))
+    joined = sends.join(F.broadcast(s), on=during, how="left")
     intended = F.coalesce(F.from_json(F.col("eligible"), names), listed, single,
-                          F.when(F.col("to") == "broadcast", F.col("peers")), F.array().cast(names))
-    return joined.withColumn("intended", intended).drop("peers")
+                          F.when(F.col("to") == "broadcast", F.col("_peers")), F.array().cast(names))
+    return joined.withColumn("intended", intended).drop("_run", "_node", "_from", "_until", "_peers")
 
 
 class RunMetrics:
@@ -80,19 +87,19 @@ class RunMetrics:
         from pyspark.sql import functions as F
         from pyspark.sql import types as T
 
+        from .radio import receivers
+
         self.runs = runs
-        peer_rows = []
-        for r in runs:
-            peers = r.segment_peers()
-            for node in r.node_ids:
-                peer_rows.append((r.run_id, node, peers.get(node, [])))
-        peers_df = spark.createDataFrame(peer_rows, T.StructType([
+        rows = [(r.run_id, node, since, until, peers) for r in runs
+                for node, intervals in receivers(r).items() for since, until, peers in intervals]
+        schedule = spark.createDataFrame(rows, T.StructType([
             T.StructField("run", T.StringType()), T.StructField("node", T.StringType()),
-            T.StructField("peers", T.ArrayType(T.StringType()))]))
+            T.StructField("_from", T.LongType()), T.StructField("_until", T.LongType()),
+            T.StructField("_peers", T.ArrayType(T.StringType()))]))
         # application sends (the origin's own, not relays) with their intended receivers
         sends = events.filter((F.col("event") == "send") & (F.col("origin") == F.col("node"))
                               & (F.coalesce(F.col("hops"), F.lit(0)) == 0))
-        self.sends = intended_receivers(sends, peers_df)
+        self.sends = intended_receivers(sends, schedule)
         self.deliveries = events.filter(F.col("event") == "deliver")
 
         from .inputs import KIND_COUNTS, KIND_RECEPTION, KIND_SEND

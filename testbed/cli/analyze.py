@@ -17,8 +17,20 @@ def register(sub) -> None:
                    help="causal-order check: derive causality from sends and deliveries (costly on large "
                         "histories), off, or auto (when the protocol logs vector clocks or dependencies, or the "
                         "history has at most 200,000 deliveries)")
+    p.add_argument("--radio-times", type=_times, metavar="S,S,...",
+                   help="runs with a radio medium: the times (seconds since t0) of the range circles on the "
+                        "report's map (default: the first tick, the middle one and the last)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     p.set_defaults(run=run)
+
+
+def _times(text: str):
+    import argparse
+
+    try:
+        return [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds separated by commas, e.g. 0,30,60") from None
 
 
 def check_local(run_dir: str) -> None:
@@ -45,7 +57,8 @@ def run(args) -> int:
         raise UsageError("pyspark is not installed: run ./setup.sh (or pip install -e .)") from None
     from spark_analysis.job import analyze
 
-    results = analyze(args.run_dirs, master=args.master, progress=not args.quiet, causal=args.causal)
+    results = analyze(args.run_dirs, master=args.master, progress=not args.quiet, causal=args.causal,
+                      radio_times=args.radio_times)
     for res in results.values():
         print_summary(res)
     return 0
