@@ -38,7 +38,9 @@ The per-pair table (`measures`), from the captures (packets.parquet, whichever e
   (k - sum p) / sqrt(sum p(1-p)); a pair whose k lies outside the interval is flagged. Frames R
   received from S while out of range (at the tick of S's transmission; of a reception whose
   transmission S's capture lacks, at the reception's tick) are counted: a medium that works
-  never delivers them.
+  never delivers them. A tick's rules change at one instant between its from_ns and t_ns (the
+  nftables transaction): a frame S sent in that window, out of range at the old tick and in
+  range at the new one, may have passed under either and is counted apart (at a tick change).
 - neighbours: per member and tick, how many members are in its range (its links rows).
 """
 
@@ -65,6 +67,8 @@ POSITION_COLUMNS = {"t_ns": "int64", "t_s": "float64", "segment": "string", "nod
                     "y": "float64", "z": "float64"}
 LINK_COLUMNS = {"t_ns": "int64", "t_s": "float64", "segment": "string", "src": "string", "dst": "string",
                 "distance_m": "float64", "p": "float64"}
+#: read when present: when each tick's transaction began (the rules changed between it and t_ns)
+OPTIONAL_COLUMNS = {"from_ns": "int64"}
 #: the confidence of each pair's interval
 CONFIDENCE = 0.999
 #: the packet columns the per-pair table reads from packets.parquet
@@ -94,6 +98,7 @@ class Segment:
     members: List[str]
     interfaces: Dict[str, str]     # member -> its interface on the segment (the manifest's)
     ticks: np.ndarray              # the tick times (t_ns), sorted, distinct
+    starts: np.ndarray             # per tick, when its rules began to change (from_ns; t_ns if unknown)
     p_tick: np.ndarray             # positions: tick index, member code, x, y, z; by tick, member
     p_node: np.ndarray
     xyz: np.ndarray
@@ -221,6 +226,7 @@ def _read_table(spark, uri: str, columns: Dict[str, str]):
     lacking = [c for c in columns if c not in table.column_names]
     if lacking:
         raise AnalysisError(f"{uri}: column(s) {', '.join(lacking)} missing (docs/RUNDIR.md)")
+    columns = {**columns, **{c: t for c, t in OPTIONAL_COLUMNS.items() if c in table.column_names}}
     try:
         return pa.table({c: table.column(c).cast(pa.type_for_alias(t)) for c, t in columns.items()})
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -249,6 +255,11 @@ def _segment(name: str, config: dict, positions, links, ids: Dict[str, int]) -> 
 
     times = [np.asarray(t.column("t_ns").to_numpy(), np.int64) for t in (positions, links) if t is not None]
     ticks = unique(np.concatenate(times)) if times else np.zeros(0, np.int64)
+    tick_starts = ticks.copy()
+    for records in (positions, links):
+        if records is not None and "from_ns" in records.column_names and records.num_rows:
+            at = np.searchsorted(ticks, records.column("t_ns").to_numpy())
+            np.minimum.at(tick_starts, at, np.asarray(records.column("from_ns").to_numpy(), np.int64))
     M = np.int64(len(members))
     if positions is not None and positions.num_rows:
         tick, node = np.searchsorted(ticks, positions.column("t_ns").to_numpy()), codes(positions.column("node"))
@@ -270,8 +281,8 @@ def _segment(name: str, config: dict, positions, links, ids: Dict[str, int]) -> 
         l_p = np.asarray(links.column("p").to_numpy(zero_copy_only=False), np.float64)[order]
     else:
         l_key, l_distance, l_p = np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-    return Segment(name, config, members, interfaces, ticks, p_tick, p_node, xyz, l_key, l_distance, l_p,
-                   links is not None)
+    return Segment(name, config, members, interfaces, ticks, tick_starts, p_tick, p_node, xyz, l_key, l_distance,
+                   l_p, links is not None)
 
 
 # -- the intended-receiver rule --------------------------------------------------------------------
@@ -428,6 +439,11 @@ def segment_pairs(seg: Segment, f: Dict[str, np.ndarray], run) -> Tuple[List[dic
     # broadcasts: counted per (tick, src), every link row of that src at that tick is a frame in range
     bc = np.bincount(tx_tick[everyone] * M + tx_src[everyone], minlength=T * seg.M).astype(np.int64)
     bc_total = np.bincount(tx_src[everyone], minlength=seg.M).astype(np.int64)
+    # a killed member's radio is down from its kill on (testbed.network.Lab.kill_node): the frames
+    # sent to it from then on are neither expected nor counted as sent to it
+    deaf = _deaf_since(run, seg)
+    bc_deaf = {d: np.bincount(tx_tick[everyone & (tx["ts_ns"] >= k)] * M + tx_src[everyone & (tx["ts_ns"] >= k)],
+                              minlength=T * seg.M).astype(np.int64) for d, k in deaf.items()}
     # other frames: one (frame, addressee) per member holding the address
     rest = np.flatnonzero(~everyone)
     lo = np.searchsorted(own_ip, tx["dst_ip"][rest], side="left")
@@ -437,6 +453,11 @@ def segment_pairs(seg: Segment, f: Dict[str, np.ndarray], run) -> Tuple[List[dic
     u_dst = own_code[np.repeat(lo, fan) + (np.arange(fan.sum()) - np.repeat(np.cumsum(fan) - fan, fan))] \
         if fan.sum() else np.zeros(0, np.int64)
     keep = u_dst != tx_src[u_frame]
+    if deaf:
+        since = np.full(seg.M, np.iinfo(np.int64).max, np.int64)
+        for d, k in deaf.items():
+            since[d] = k
+        keep &= tx["ts_ns"][u_frame] < since[u_dst]
     u_frame, u_dst = u_frame[keep], u_dst[keep]
     u_link = seg.link(tx_tick[u_frame], tx_src[u_frame], u_dst)
     u_total = np.bincount(tx_src[u_frame] * M + u_dst, minlength=seg.M * seg.M)
@@ -444,6 +465,9 @@ def segment_pairs(seg: Segment, f: Dict[str, np.ndarray], run) -> Tuple[List[dic
     # in range: per links row, the frames its src sent to its dst at its tick
     L = len(seg.l_key)
     n_link = bc[seg.l_key // M] + np.bincount(u_link[u_link >= 0], minlength=L)[:L]
+    for d, counts in bc_deaf.items():
+        rows_to_d = seg.l_dst == d
+        n_link[rows_to_d] -= counts[seg.l_key[rows_to_d] // M]
     pair_of_link = seg.l_src * M + seg.l_dst
     n = np.bincount(pair_of_link, weights=n_link, minlength=seg.M * seg.M)
     sum_p = np.bincount(pair_of_link, weights=n_link * seg.l_p, minlength=seg.M * seg.M)
@@ -454,10 +478,25 @@ def segment_pairs(seg: Segment, f: Dict[str, np.ndarray], run) -> Tuple[List[dic
     matched = hit >= 0
     frame_at = unique(hit[matched] * M + rx_dst[matched])
     f_tx, f_dst = frame_at // M, frame_at % M
+    if deaf:  # what a node got while its kill was taking effect is left out like what was sent to it
+        alive = np.ones(len(f_tx), bool)
+        for d, k in deaf.items():
+            alive &= ~((f_dst == d) & (tx["ts_ns"][f_tx] >= k))
+        f_tx, f_dst = f_tx[alive], f_dst[alive]
     f_link = seg.link(tx_tick[f_tx], tx_src[f_tx], f_dst) if len(frame_at) else np.zeros(0, np.int64)
     pair = tx_src[f_tx] * M + f_dst
     received = np.bincount(pair[f_link >= 0], minlength=seg.M * seg.M)
-    out_of_range = np.bincount(pair[f_link < 0], minlength=seg.M * seg.M)
+    # out of range at the sender's tick, but sent while the next tick's rules were being applied
+    # and in range at that tick: it may have passed under either, so it is no violation
+    changing = np.zeros(len(frame_at), bool)
+    if len(frame_at):
+        nxt = tx_tick[f_tx] + 1
+        ok = (f_link < 0) & (nxt < T)
+        nxt_c = np.minimum(nxt, T - 1)
+        ok &= tx["ts_ns"][f_tx] >= seg.starts[nxt_c]
+        changing = ok & (seg.link(nxt_c, tx_src[f_tx], f_dst) >= 0)
+    at_change = np.bincount(pair[changing], minlength=seg.M * seg.M)
+    out_of_range = np.bincount(pair[(f_link < 0) & ~changing], minlength=seg.M * seg.M)
     # a reception whose transmission the sender's capture lacks: judged at its own tick
     lone = np.flatnonzero(~matched)
     if len(lone):
@@ -474,9 +513,11 @@ def segment_pairs(seg: Segment, f: Dict[str, np.ndarray], run) -> Tuple[List[dic
 
     src_of, dst_of = np.divmod(np.arange(seg.M * seg.M), M)
     sent = bc_total[src_of] * (src_of != dst_of) + u_total
+    for d, counts in bc_deaf.items():
+        sent[dst_of == d] -= counts.reshape(T, seg.M).sum(axis=0)[src_of[dst_of == d]]
     rows = []
     lo_n, hi_n = _binomial_interval(n, np.divide(sum_p, n, out=np.zeros_like(sum_p), where=n > 0))
-    for pc_ in np.flatnonzero((n > 0) | (received > 0) | (out_of_range > 0)):  # pairs ever in range
+    for pc_ in np.flatnonzero((n > 0) | (received > 0) | (out_of_range > 0) | (at_change > 0)):  # pairs ever in range
         s, d = divmod(int(pc_), seg.M)
         k, nn = int(received[pc_]), int(n[pc_])
         row = {"segment": seg.name, "src": seg.members[s], "dst": seg.members[d], "sent_in_range": nn,
@@ -485,9 +526,21 @@ def segment_pairs(seg: Segment, f: Dict[str, np.ndarray], run) -> Tuple[List[dic
                "z": float((k - sum_p[pc_]) / np.sqrt(var_p[pc_])) if nn and var_p[pc_] > 0 else None,
                "outside": bool(nn and not lo_n[pc_] <= k <= hi_n[pc_]),
                "received_out_of_range": int(out_of_range[pc_]),
+               "received_at_tick_change": int(at_change[pc_]),
                "sent_out_of_range": int(sent[pc_] - nn)}
         rows.append(row)
     return rows, int(len(lone)), int(len(tx_rows))
+
+
+def _deaf_since(run, seg: Segment) -> Dict[int, int]:
+    """member code → when it was killed (ns), for the members of the segment killed in the run."""
+    out: Dict[int, int] = {}
+    for action in run.manifest.get("timeline", []) or []:
+        if action.get("action") == "kill" and action.get("ok", True) and action.get("t_ns") is not None:
+            code = seg.index.get(action.get("node"))
+            if code is not None:
+                out[code] = min(out.get(code, action["t_ns"]), int(action["t_ns"]))
+    return out
 
 
 def neighbour_summary(seg: Segment, t0: int) -> dict:
@@ -530,6 +583,7 @@ def measures(run, frames) -> dict:
             "frames_sent": sent,
             "neighbours": neighbour_summary(seg, t0)}
     section["receptions_out_of_range"] = sum(r["received_out_of_range"] for r in section["pairs"])
+    section["receptions_at_tick_change"] = sum(r["received_at_tick_change"] for r in section["pairs"])
     section["unmatched_receptions"] = unmatched
     section["pairs_outside_interval"] = sum(r["outside"] for r in section["pairs"])
     section["confidence"] = CONFIDENCE
@@ -645,7 +699,8 @@ def html(section: dict, out_dir: str) -> str:
                         "neighbours mean", "min", "max"], rows))
     bad = section.get("receptions_out_of_range", 0)
     parts.append(f"<p class='{'invalid' if bad else 'valid'}'>Frames received from a node out of range: "
-                 f"{fmt(bad)}</p>")
+                 f"{fmt(bad)} (and {fmt(section.get('receptions_at_tick_change', 0))} sent while a tick's rules "
+                 "were being applied, in range at the new tick)</p>")
     parts.append(f"<p>Pairs outside the {fmt(100 * section.get('confidence', CONFIDENCE))}% binomial interval of "
                  f"the loss model's expectation: {fmt(section.get('pairs_outside_interval'))}; receptions "
                  f"without their transmission in the sender's capture: {fmt(section.get('unmatched_receptions'))}"

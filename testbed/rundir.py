@@ -280,6 +280,23 @@ def manifest_schema() -> Dict[str, Any]:
         "type": "object", "required": ["captured", "kernel_drops", "interfaces"],
         "properties": {"captured": ns, "kernel_drops": ns, "interfaces": {"type": "array", "items": {"type": "string"}},
                        "incomplete_statistics": {"type": "boolean"}}}}
+    number_or_null = {"type": ["number", "null"]}
+    radio = {"type": "object", "description": "radio segment -> what the radio medium emulated and did "
+                                             "(testbed/media/radio.py; docs/RUNDIR.md)",
+             "additionalProperties": {
+                 "type": "object", "required": ["range_m", "loss", "members", "tick_s"],
+                 "properties": {
+                     "range_m": seconds, "loss": obj, "bitrate_kbit": number_or_null,
+                     "queue_frames": {"type": "integer", "minimum": 1}, "delay_ms": seconds, "jitter_ms": seconds,
+                     "tick_s": seconds, "trace": {"type": ["object", "null"]}, "bridge": {"type": ["string", "null"]},
+                     "members": {"type": "object", "additionalProperties": {"type": "string"},
+                                 "description": "member -> its radio interface"},
+                     "mobility": {"type": "object", "description": "member -> its track's description"},
+                     "moves": {"type": "array", "items": obj}, "ticks": ns,
+                     "tick_ms_median": number_or_null, "tick_ms_max": number_or_null,
+                     "airtime": {"type": "object", "additionalProperties": obj,
+                                 "description": "member -> frames, bytes and dropped by its airtime queue"},
+                     "error": {"type": "string"}}}}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"testbed run manifest (format {MANIFEST_VERSION})",
@@ -317,5 +334,6 @@ def manifest_schema() -> Dict[str, Any]:
             "capture": capture,
             "log_events": {"type": "object", "additionalProperties": ns},
             "timeline": {"type": "array", "items": executed},
+            "radio": radio,
         },
     }

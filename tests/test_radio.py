@@ -278,24 +278,31 @@ workload:
     in_range = {t: set(zip(g["src"], g["dst"])) for t, g in links.groupby("t_ns")}
     names = {v: k for k, v in manifest["node_ids"].items()}
     checked, changes = 0, sum(in_range.get(a, set()) != in_range.get(b, set()) for a, b in zip(ticks, ticks[1:]))
-    # The rules of a tick take effect while its nftables transaction runs, which ends before the
-    # tick's t_ns is taken: a frame within that apply time of a tick boundary may have passed under
-    # either side's rules.
-    margin = int((manifest["radio"]["air"]["tick_ms_max"] + 5) * 1e6)
+    # A tick's rules change at one instant while its nftables transaction runs, between the
+    # tick's from_ns and t_ns: a frame stamped in that window may have passed under either tick's
+    # rules (and one stamped just after t_ns may have crossed the bridge just before it).
+    starts = positions.groupby("t_ns")["from_ns"].min().reindex(ticks).to_numpy()
     for receiver in names.values():
         for packet in messages(os.path.join(run.dir, "pcap", f"{receiver}.pcap")):
             sender = names.get(packet.header.sender)
             if sender in (None, receiver):
                 continue
-            allowed = set()
-            for t in (packet.t_ns - margin, packet.t_ns, packet.t_ns + margin):
-                k = np.searchsorted(ticks, t, side="right") - 1
-                if k >= 0:
-                    allowed |= in_range.get(ticks[k], set())
+            k = np.searchsorted(ticks, packet.t_ns, side="right") - 1
+            candidates = {k}
+            if k + 1 < len(ticks) and packet.t_ns >= starts[k + 1]:
+                candidates.add(k + 1)
+            if k >= 1 and packet.t_ns - ticks[k] < 2_000_000:
+                candidates.add(k - 1)
+            allowed = set().union(*(in_range.get(ticks[c], set()) for c in candidates if c >= 0))
             assert (sender, receiver) in allowed, f"{receiver} got a frame from {sender} out of range"
             checked += 1
     assert checked > 200 and changes >= 3, (checked, changes)
     assert manifest["radio"]["air"]["ticks"] >= len(ticks)
+    import jsonschema
+
+    from testbed.rundir import manifest_schema
+
+    assert list(jsonschema.Draft202012Validator(manifest_schema()).iter_errors(manifest)) == []
 
 
 def test_an_agent_reads_the_position_the_medium_writes_and_never_a_torn_one(tmp_path):
@@ -319,7 +326,7 @@ def test_a_killed_runs_radio_tables_become_parquet_without_the_torn_last_line(tm
     from testbed.radio.record import Recorder, to_parquet
 
     recorder = Recorder(str(tmp_path))
-    recorder.tick(10, 0.0, "air", ["a", "b"], np.array([[0.0, 0, 0], [5.0, 0, 0]]), np.array(["a"], dtype=object),
+    recorder.tick(10, 9, 0.0, "air", ["a", "b"], np.array([[0.0, 0, 0], [5.0, 0, 0]]), np.array(["a"], dtype=object),
                   np.array(["b"], dtype=object), np.array([5.0]), np.array([0.25]))
     for handle in recorder._files.values():
         handle.write("20,1.0,air,a,")  # the run was killed mid-line
@@ -328,6 +335,6 @@ def test_a_killed_runs_radio_tables_become_parquet_without_the_torn_last_line(tm
     positions = pd.read_parquet(tmp_path / "radio" / "positions.parquet")
     links = pd.read_parquet(tmp_path / "radio" / "links.parquet")
     assert list(positions["node"]) == ["a", "b"] and positions["t_ns"].dtype == np.int64
-    assert links.to_dict("records") == [{"t_ns": 10, "t_s": 0.0, "segment": "air", "src": "a", "dst": "b",
+    assert links.to_dict("records") == [{"t_ns": 10, "from_ns": 9, "t_s": 0.0, "segment": "air", "src": "a", "dst": "b",
                                          "distance_m": 5.0, "p": 0.25}]
     assert not os.path.exists(tmp_path / "radio" / "links.csv")

@@ -256,6 +256,7 @@ class Radio(Medium):
                 self._state[name] = classes
                 src, dst = np.nonzero(classes)
                 records.append((name, members, pos, src, dst, distance[src, dst], classes[src, dst] / CLASSES))
+            from_ns = time.time_ns()
             if lines:
                 nft_in_root("\n".join(lines) + "\n")
             t_ns = time.time_ns()
@@ -265,7 +266,7 @@ class Radio(Medium):
             if self._recorder is not None:
                 for name, members, pos, src, dst, dist, p in records:
                     names = np.array(members, dtype=object)
-                    self._recorder.tick(t_ns, t, name, members, pos, names[src], names[dst], dist, p)
+                    self._recorder.tick(t_ns, from_ns, t, name, members, pos, names[src], names[dst], dist, p)
 
     def _changes(self, index: int, segment: str, members: List[str], classes: np.ndarray) -> List[str]:
         """The nftables commands that turn the applied map into `classes`."""

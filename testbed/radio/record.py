@@ -6,8 +6,10 @@
   per ordered pair that can hear each other at that tick (p > 0), with the delivery probability
   the medium applies. A tick's rows hold until the segment's next tick.
 
-t_ns is the wall clock (CLOCK_REALTIME, like the events and captures) at which the tick's rules
-took effect, t_s the model time (seconds since the experiment's clock started). Rows are
+t_ns is the wall clock (CLOCK_REALTIME, like the events and captures) by which the tick's rules
+had taken effect (its nftables transaction had returned), from_ns when that transaction began:
+the rules changed at one instant between the two, so a frame in between may have passed under
+either tick's rules. t_s is the model time (seconds since the experiment's clock started). Rows are
 appended to the CSV files and flushed every tick, so a killed run keeps every tick it applied;
 `finish` (or `testbed clean` for a killed run, see rundir.finish_killed_runs) converts them to
 Parquet, which pandas and Spark read with their types.
@@ -23,15 +25,15 @@ import numpy as np
 
 DIRECTORY = "radio"
 TABLES = {
-    "positions": ["t_ns", "t_s", "segment", "node", "x", "y", "z"],
-    "links": ["t_ns", "t_s", "segment", "src", "dst", "distance_m", "p"],
+    "positions": ["t_ns", "from_ns", "t_s", "segment", "node", "x", "y", "z"],
+    "links": ["t_ns", "from_ns", "t_s", "segment", "src", "dst", "distance_m", "p"],
 }
 
 
 def _schema(name: str):
     import pyarrow as pa
 
-    types = {"t_ns": pa.int64(), "t_s": pa.float64(), "segment": pa.string(), "node": pa.string(),
+    types = {"t_ns": pa.int64(), "from_ns": pa.int64(), "t_s": pa.float64(), "segment": pa.string(), "node": pa.string(),
              "src": pa.string(), "dst": pa.string()}
     return pa.schema([(column, types.get(column, pa.float64())) for column in TABLES[name]])
 
@@ -48,9 +50,9 @@ class Recorder:
             handle.write(",".join(columns) + "\n")
             self._files[name] = handle
 
-    def tick(self, t_ns: int, t_s: float, segment: str, nodes: Iterable[str], positions: np.ndarray,
+    def tick(self, t_ns: int, from_ns: int, t_s: float, segment: str, nodes: Iterable[str], positions: np.ndarray,
              src: Iterable[str], dst: Iterable[str], distance: np.ndarray, p: np.ndarray) -> None:
-        head = f"{t_ns},{t_s:.6f},{segment},"
+        head = f"{t_ns},{from_ns},{t_s:.6f},{segment},"
         self._files["positions"].write("".join(
             f"{head}{node},{x:.3f},{y:.3f},{z:.3f}\n" for node, (x, y, z) in zip(nodes, positions.tolist())))
         self._files["links"].write("".join(
