@@ -338,3 +338,27 @@ def test_a_killed_runs_radio_tables_become_parquet_without_the_torn_last_line(tm
     assert links.to_dict("records") == [{"t_ns": 10, "from_ns": 9, "t_s": 0.0, "segment": "air", "src": "a", "dst": "b",
                                          "distance_m": 5.0, "p": 0.25}]
     assert not os.path.exists(tmp_path / "radio" / "links.csv")
+
+
+def test_radio_delay_needs_netem_and_is_refused_or_accepted_like_a_wired_one():
+    from testbed.capabilities import Capabilities, Check, _backends
+    from testbed.errors import CapabilityError
+    from testbed.media.radio import Radio
+    from testbed.names import lab_names
+    from testbed.shaping import choose
+
+    def caps(netem):
+        checks = {name: Check(name, ok) for name, ok in (("netem", netem), ("nftables", True),
+                                                         ("nftables dup", True), ("tc tbf", True))}
+        return Capabilities(checks=checks, backends=_backends(checks))
+
+    text = ("nodes: {a: {position: [0, 0]}}\nradio: {air: {members: [a], range: 5, bitrate: 250kbit, "
+            "delay: 5ms, jitter: 1ms}}\n")
+    topo = parse_topology_text(text, "delay.yaml")
+    without = caps(False)
+    with pytest.raises(CapabilityError) as err:
+        Radio(topo, lab_names("x"), choose(without), without).check(())
+    assert "delay, jitter" in str(err.value) and "sch_netem" in str(err.value)
+    assert Radio(topo, lab_names("x"), choose(without), without).check(("delay", "jitter")) == {"delay", "jitter"}
+    with_netem = caps(True)
+    assert Radio(topo, lab_names("x"), choose(with_netem), with_netem).check(()) == frozenset()
