@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import threading
 import time
 from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
@@ -39,7 +38,8 @@ import numpy as np
 
 from ..errors import CapabilityError, TestbedError
 from ..radio.spec import RadioSegment
-from ..shaping import nft_in_root
+from ..names import NODE_TABLE
+from ..shaping import Port, nft_in_root
 from .base import Build, Medium, ReceiverPorts
 
 #: delivery probabilities are applied in steps of one per mille (class chains radio_p1..radio_p999)
@@ -59,7 +59,7 @@ class Radio(Medium):
         self.segments: Dict[str, RadioSegment] = dict(self.topo.radio)
         self._bridge: Dict[str, str] = {}
         self._port: Dict[Tuple[str, str], str] = {}  # (segment, node) → its bridge port
-        self._egress: Dict[Tuple[str, str], Tuple[str, int]] = {}  # (segment, node) → (interface, netns pid)
+        self._egress: Dict[Tuple[str, str], Port] = {}  # (segment, node) → the member's radio interface
         self._unemulated: FrozenSet[str] = frozenset()
         self._lock = threading.Lock()
         self._tracks: Dict[str, Any] = {}
@@ -124,7 +124,7 @@ class Radio(Medium):
                 end = build.node_end(node, interface)
                 build.veth(end, port)
                 self._port[(name, node)] = port.device
-                self._egress[(name, node)] = (interface, end.netns_pid)
+                self._egress[(name, node)] = Port(device=interface, netns_pid=end.netns_pid, table=NODE_TABLE)
 
     def receiver_ports(self) -> ReceiverPorts:
         return {(node, self.segments[seg].members[node]): port for (seg, node), port in self._port.items()}
@@ -175,7 +175,8 @@ class Radio(Medium):
             return
         queue = segment.queue_frames
         for node in segment.members:
-            interface, pid = self._egress[(segment.name, node)]
+            port = self._egress[(segment.name, node)]
+            interface = port.device
             if self.shaper.name == "netem":
                 args = ["tc", "qdisc", "replace", "dev", interface, "root", "netem", "limit", str(queue)]
                 if "delay" in active:
@@ -190,7 +191,7 @@ class Radio(Medium):
                             ["tc", "qdisc", "replace", "dev", interface, "parent", "1:1", "handle", "10:", "pfifo",
                              "limit", str(queue)]]
             for args in commands:
-                _run_in(pid, args)
+                port.run(args)
 
     def begin(self, t0_ns: Optional[int] = None) -> None:
         """The experiment's clock starts now: members start moving, ticks follow every tick."""
@@ -338,8 +339,7 @@ class Radio(Medium):
                 continue
             counters = {}
             for node in segment.members:
-                interface, pid = self._egress[(name, node)]
-                counters[node] = _queue_counters(pid, interface)
+                counters[node] = _queue_counters(self._egress[(name, node)])
             self._airtime[name] = counters
         with self._lock:
             for fd in self._position_fds.values():
@@ -383,19 +383,14 @@ def _chunks(items: List[str], size: int = 2000) -> Iterable[List[str]]:
         yield items[start:start + size]
 
 
-def _run_in(pid: Optional[int], args: List[str]) -> str:
-    prefix = [] if pid is None else ["nsenter", "-t", str(pid), "-n", "--"]
-    res = subprocess.run(prefix + args, capture_output=True, text=True)
-    if res.returncode != 0:
-        raise TestbedError(f"radio: '{' '.join(args)}' failed: {res.stderr.strip()}")
-    return res.stdout
-
-
-def _queue_counters(pid: Optional[int], interface: str) -> Dict[str, int]:
+def _queue_counters(port: Port) -> Dict[str, int]:
     """Frames and bytes a member's radio queue passed, and the frames it dropped."""
+    res = port.run(["tc", "-s", "-j", "qdisc", "show", "dev", port.device], check=False)
+    if res.returncode != 0:
+        return {}
     try:
-        qdiscs = json.loads(_run_in(pid, ["tc", "-s", "-j", "qdisc", "show", "dev", interface]) or "[]")
-    except (TestbedError, ValueError):
+        qdiscs = json.loads(res.stdout or "[]")
+    except ValueError:
         return {}
     root = next((q for q in qdiscs if q.get("root")), qdiscs[0] if qdiscs else {})
     return {"frames": int(root.get("packets", 0)), "bytes": int(root.get("bytes", 0)),
