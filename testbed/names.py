@@ -33,6 +33,13 @@ RUNS_DIR = os.environ.get("TESTBED_RUNS_DIR", os.path.join(os.path.dirname(STATE
 #: the iptables rule that lets bridged frames through Docker's FORWARD policy
 IPTABLES_RULE = ["FORWARD", "-i", NAME_PREFIX + "+", "-m", "comment", "--comment", "testbed", "-j", "ACCEPT"]
 
+#: what the testbed allows as a node, switch or segment name (it is part of container names), and
+#: as an interface name (Linux allows 15 bytes)
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+NAME_ALLOWED = "a letter, then up to 31 letters, digits, '-' or '_'"
+INTF_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")
+INTF_ALLOWED = "an interface name of up to 15 characters, starting with a letter (not 'lo')"
+
 _LINK_RE = re.compile(r"^tb([0-9a-z]{4})[scr]\d+(p\d+)?$")
 _TABLE_RE = re.compile(r"^table (\w+) (testbed_([0-9a-z]{4})(_dup)?)$")
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"

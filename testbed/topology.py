@@ -15,16 +15,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from . import addressing, generators
 from .errors import ValidationError
 from .model import Endpoint, Link, LinkProps, Node, Switch, Topology
+from .names import INTF_ALLOWED, INTF_RE, NAME_ALLOWED, NAME_RE
 from .radio.propagation import ModelError
 from .radio.spec import INTERFACE_PREFIX as RADIO_INTERFACE_PREFIX, parse_mobility, parse_position
 from .radio.topology import check_radio_members, radio_section
 from .units import DELAY_ALLOWED, FRACTION_ALLOWED, RATE_ALLOWED, parse_delay_ms, parse_fraction, parse_rate_mbit
 from .yamlio import Located, Path, dotted, load_file, load_text
 
-NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
-NAME_ALLOWED = "a letter, then up to 31 letters, digits, '-' or '_'"
-INTF_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")
-INTF_ALLOWED = "an interface name of up to 15 characters, starting with a letter (not 'lo')"
 
 TOP_KEYS = ("name", "description", "defaults", "kinds", "nodes", "switches", "links",
             "link_defaults", "addressing", "accept_unemulated", "generate", "radio")
@@ -80,6 +77,15 @@ class Reader:
         if not isinstance(value, bool):
             raise self.fail(path, f"expected true or false, got {_kind(value)}")
         return value
+
+    def node_setting(self, node: Node, *field: str) -> Path:
+        """The path of the line that set a node's field: the node's own, its kind's, the defaults',
+        else the node's entry or the generator that made it."""
+        candidates = [("nodes", node.name) + field]
+        if node.kind:
+            candidates.append(("kinds", node.kind) + field)
+        candidates += [("defaults",) + field, ("nodes", node.name), ("generate",)]
+        return next((c for c in candidates if c in self.doc.lines), ("nodes", node.name))
 
     def quantity(self, value: Any, path: Path, parse: Callable[[Any], float], allowed: str) -> float:
         try:
@@ -463,14 +469,8 @@ def _check_role_params(r: Reader, nodes: Dict[str, Node]) -> None:
         if not problem:
             continue
         param, message, allowed = problem
-        # the line that set it: the node's own params, its kind's, the defaults', else the node's
-        # entry or the generator that made it
-        candidates = [("nodes", name, "params", param)]
-        if node.kind:
-            candidates.append(("kinds", node.kind, "params", param))
-        candidates += [("defaults", "params", param), ("nodes", name), ("generate",)]
-        path = next((c for c in candidates if c in r.doc.lines), ("nodes", name))
-        raise r.fail(path, f"{message} (node {name})", allowed)
+        raise r.fail(r.node_setting(node, "params", param), f"{message} (node {name})", allowed)
+
 
 
 def _check_parent_tree(r: Reader, nodes: Dict[str, Node]) -> None:

@@ -6,15 +6,13 @@ Errors are located like every other topology error: file, line, field, what is a
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, Dict, List, Tuple
 
 from ..model import Endpoint, Node, Switch
+from ..names import INTF_ALLOWED, INTF_RE, NAME_ALLOWED, NAME_RE
 from .propagation import ModelError
 from .spec import SEGMENT_KEYS, RadioSegment, parse_segment_fields
 
-_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
-_INTF_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")
 #: the bridge name has room for three digits (see names.LabNames.radio_bridge)
 MAX_SEGMENTS = 999
 
@@ -29,8 +27,7 @@ def radio_section(r, raw: Any, nodes: Dict[str, Node], switches: Dict[str, Switc
     out: Parsed = []
     for name, fields in segments.items():
         path = ("radio", name)
-        r.string(name if isinstance(name, str) else None, path, _NAME_RE,
-                 "a letter, then up to 31 letters, digits, '-' or '_'")
+        r.string(name if isinstance(name, str) else None, path, NAME_RE, NAME_ALLOWED)
         if name in nodes or name in switches:
             raise r.fail(path, f"'{name}' is already the name of a {'node' if name in nodes else 'switch'}",
                          "names unique across nodes, switches and radio segments")
@@ -66,9 +63,8 @@ def _members(r, raw: Any, path: tuple, nodes: Dict[str, Node]) -> Tuple[List[End
             known = sorted(nodes)
             shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
             raise r.fail(path + (i,), f"unknown node or kind {name!r}", shown or "no nodes are defined")
-        if interface and (not _INTF_RE.match(interface) or interface == "lo"):
-            raise r.fail(path + (i,), f"interface {interface!r} is not allowed",
-                         "an interface name of up to 15 characters, starting with a letter (not 'lo')")
+        if interface and (not INTF_RE.match(interface) or interface == "lo"):
+            raise r.fail(path + (i,), f"interface {interface!r} is not allowed", INTF_ALLOWED)
         for node in names:
             if node in seen:
                 raise r.fail(path + (i,), f"node {node!r} is already a member (entry {seen[node]})",
@@ -92,7 +88,7 @@ def check_radio_members(r, parsed: Parsed, nodes: Dict[str, Node]) -> None:
     for node in nodes.values():
         if node.name not in on_radio and (node.position is not None or node.mobility is not None):
             field = "position" if node.position is not None else "mobility"
-            raise r.fail(_node_field(r, node, field), f"node {node.name!r} has a {field} but is on no radio segment",
+            raise r.fail(r.node_setting(node, field), f"node {node.name!r} has a {field} but is on no radio segment",
                          "a position or mobility only for members of a segment under radio:")
     traced: Dict[str, str] = {}
     for segment, _, _ in parsed:
@@ -118,7 +114,7 @@ def check_radio_members(r, parsed: Parsed, nodes: Dict[str, Node]) -> None:
                 raise r.fail(path + ("trace",), f"the trace moves {node!r}, which is not a member of segment "
                              f"{segment.name!r}", ", ".join(segment.members))
             if nodes[node].mobility is not None and nodes[node].mobility.model != "static":
-                raise r.fail(_node_field(r, nodes[node], "mobility"),
+                raise r.fail(r.node_setting(nodes[node], "mobility"),
                              f"node {node!r} follows the trace of segment {segment.name!r} and cannot also move by "
                              f"{nodes[node].mobility.model}", "static, or leave the node out of the trace")
             traced[node] = segment.name
@@ -130,12 +126,3 @@ def check_radio_members(r, parsed: Parsed, nodes: Dict[str, Node]) -> None:
                 raise r.fail(path, f"node {node!r} is on radio segment {segment.name!r} without a position",
                              "position: [X, Y] on the node (or its kind, or defaults), random-waypoint mobility, "
                              "or the node in the segment's trace")
-
-
-def _node_field(r, node: Node, field: str) -> tuple:
-    """The path of the line that set a node's field: the node's own, its kind's or the defaults'."""
-    candidates = [("nodes", node.name, field)]
-    if node.kind:
-        candidates.append(("kinds", node.kind, field))
-    candidates += [("defaults", field), ("nodes", node.name)]
-    return next((c for c in candidates if c in r.doc.lines), ("nodes", node.name))
