@@ -481,18 +481,25 @@ def guess_format(text: str) -> str:
 MAX_TRACE_BYTES = 256 << 20
 
 
+def trace_file_problem(path: str) -> Optional[Tuple[str, str]]:
+    """(what is wrong, what is allowed) when `path` cannot be a trace file to read whole, else None."""
+    if not os.path.isfile(path):
+        problem = "the trace is not a regular file" if os.path.exists(path) else "no such trace file"
+        return problem, "a trace file, relative to the topology file"
+    if os.path.getsize(path) > MAX_TRACE_BYTES:
+        return f"the trace is larger than {MAX_TRACE_BYTES >> 20} MiB", "a trace file of at most 256 MiB"
+    return None
+
+
 def load_trace(path: str, fmt: Optional[str], nodes: List[str], field: str) -> Dict[str, Track]:
     """Read a trace file in format `fmt` ("ns2", "csv", or None: guessed from the content) → a
     track for each node it names. A file that cannot be read is a ValidationError naming `field`."""
     if fmt is not None and fmt not in FORMATS:
         raise ValidationError(path, field, f"unknown trace format '{fmt}'", ", ".join(FORMATS))
     try:
-        if not os.path.isfile(path):
-            raise ValidationError(path, field, "the trace is not a regular file" if os.path.exists(path)
-                                  else "no such trace file", "a path relative to the topology file")
-        if os.path.getsize(path) > MAX_TRACE_BYTES:
-            raise ValidationError(path, field, f"the trace is larger than {MAX_TRACE_BYTES >> 20} MiB",
-                                  "a trace file of at most 256 MiB")
+        problem = trace_file_problem(path)
+        if problem:
+            raise ValidationError(path, field, *problem)
         with open(path, encoding="utf-8") as handle:
             text = handle.read(MAX_TRACE_BYTES + 1)
     except OSError as exc:

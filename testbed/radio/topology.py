@@ -5,7 +5,6 @@ Errors are located like every other topology error: file, line, field, what is a
 
 from __future__ import annotations
 
-import os
 from typing import Any, Dict, List, Tuple
 
 from ..model import Endpoint, Node, Switch
@@ -78,7 +77,7 @@ def _members(r, raw: Any, path: tuple, nodes: Dict[str, Node]) -> Tuple[List[End
 def check_radio_members(r, parsed: Parsed, nodes: Dict[str, Node]) -> None:
     """Once interface names are assigned: record each segment's members, load its trace, and
     check that every member has a position and that positions and mobility are on members only."""
-    from .mobility import MAX_TRACE_BYTES, load_trace
+    from .mobility import load_trace, trace_file_problem
 
     on_radio: Dict[str, str] = {}
     for segment, members, _ in parsed:
@@ -101,12 +100,9 @@ def check_radio_members(r, parsed: Parsed, nodes: Dict[str, Node]) -> None:
                 raise r.fail(path + ("trace", "nodes", i), f"{node!r} is not a member of segment {segment.name!r}",
                              ", ".join(segment.members))
         where = path + ("trace",) if ("radio", segment.name, "trace") in r.doc.lines else path
-        if not os.path.isfile(trace.path):
-            raise r.fail(where, f"{'no such trace file' if not os.path.exists(trace.path) else 'not a regular file'}: "
-                         f"{trace.path}", "a trace file, relative to the topology file")
-        if os.path.getsize(trace.path) > MAX_TRACE_BYTES:
-            raise r.fail(where, f"the trace {trace.path} is larger than {MAX_TRACE_BYTES >> 20} MiB",
-                         "a trace file of at most 256 MiB")
+        problem = trace_file_problem(trace.path)
+        if problem:  # refused at the topology's line, before the trace's own errors
+            raise r.fail(where, f"{problem[0]}: {trace.path}", problem[1])
         order = trace.nodes or list(segment.members)
         tracks = load_trace(trace.path, trace.format, order, "trace")
         for node in tracks:
