@@ -56,19 +56,19 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from testbed.radio.record import DIRECTORY as RECORDS_DIR, TABLES as RECORDS
+
 from .checks.arrays import group_cummax, lookup, order_by, starts, unique
 from .html import escape, fmt, table
 
-RADIO_DIR = "radio"
+RADIO_DIR = RECORDS_DIR
 POSITIONS = "positions.parquet"
 LINKS = "links.parquet"
-#: the tables' columns and their Arrow types (docs/RUNDIR.md)
-POSITION_COLUMNS = {"t_ns": "int64", "t_s": "float64", "segment": "string", "node": "string", "x": "float64",
-                    "y": "float64", "z": "float64"}
-LINK_COLUMNS = {"t_ns": "int64", "t_s": "float64", "segment": "string", "src": "string", "dst": "string",
-                "distance_m": "float64", "p": "float64"}
 #: read when present: when each tick's transaction began (the rules changed between it and t_ns)
-OPTIONAL_COLUMNS = {"from_ns": "int64"}
+OPTIONAL_COLUMNS = {"from_ns": RECORDS["positions"]["from_ns"]}
+#: the tables' columns and their Arrow types (testbed.radio.record, docs/RUNDIR.md), those required
+POSITION_COLUMNS = {c: t for c, t in RECORDS["positions"].items() if c not in OPTIONAL_COLUMNS}
+LINK_COLUMNS = {c: t for c, t in RECORDS["links"].items() if c not in OPTIONAL_COLUMNS}
 #: the confidence of each pair's interval
 CONFIDENCE = 0.999
 #: the packet columns the per-pair table reads from packets.parquet

@@ -24,18 +24,20 @@ from typing import Iterable, Optional
 import numpy as np
 
 DIRECTORY = "radio"
+#: table → its columns in file order, with their Arrow types: the one statement of the contract,
+#: which the analysis (spark_analysis.radio) reads too
 TABLES = {
-    "positions": ["t_ns", "from_ns", "t_s", "segment", "node", "x", "y", "z"],
-    "links": ["t_ns", "from_ns", "t_s", "segment", "src", "dst", "distance_m", "p"],
+    "positions": {"t_ns": "int64", "from_ns": "int64", "t_s": "float64", "segment": "string", "node": "string",
+                  "x": "float64", "y": "float64", "z": "float64"},
+    "links": {"t_ns": "int64", "from_ns": "int64", "t_s": "float64", "segment": "string", "src": "string",
+              "dst": "string", "distance_m": "float64", "p": "float64"},
 }
 
 
 def _schema(name: str):
     import pyarrow as pa
 
-    types = {"t_ns": pa.int64(), "from_ns": pa.int64(), "t_s": pa.float64(), "segment": pa.string(), "node": pa.string(),
-             "src": pa.string(), "dst": pa.string()}
-    return pa.schema([(column, types.get(column, pa.float64())) for column in TABLES[name]])
+    return pa.schema([(column, pa.type_for_alias(alias)) for column, alias in TABLES[name].items()])
 
 
 class Recorder:
