@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
 
-from . import radio
+from . import radio, radio_report
 from .heap import large_array_heap
 from .inputs import (KIND_FILE, AnalysisError, RunInfo, local_path, normalise, read_events, read_manifest, read_packets,
                      read_reduced)
@@ -78,7 +78,7 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
     run directories are local, else the general one; "spark" forces the general one (Spark reads
     the files and writes the tables), which the tests hold the local engine to.
     radio_times: for runs with a radio medium, the times (seconds since t0) of the map's range
-    circles (spark_analysis.radio.MAP_TIMES when None: the first tick, the middle, the last)."""
+    circles (spark_analysis.radio_report.MAP_TIMES when None: the first tick, the middle, the last)."""
     if engine not in ("auto", "spark"):
         raise ValueError(f"engine {engine!r}: auto or spark")
     from . import local
@@ -192,7 +192,7 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
             if r.radio is not None:
                 frames = radio.read_frames(spark, r, f"{partial[r.run_id]}/packets.parquet")
                 results[r.run_id]["radio"] = radio.measures(r, frames)
-                radio.write_plots(drafts[r.run_id], r, radio_times)
+                radio_report.write_plots(drafts[r.run_id], r, radio_times)
 
         prog.stage("report")
         from .report import write_report

@@ -257,7 +257,7 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
         if res.get(plugin.NAME):
             parts.append(plugin.html(res[plugin.NAME]))
     if res.get("radio"):
-        from .radio import html as radio_html
+        from .radio_report import html as radio_html
         parts.append(radio_html(res["radio"], out_dir))
     parts.append(render_errors(res.get("errors") or {}))
     parts.append("<h2>Property checks</h2>")

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from spark_analysis import radio
+from spark_analysis import radio, radio_report
 from spark_analysis.inputs import normalise, read_manifest
 from spark_analysis.pcapreader import local_addresses, read_file
 
@@ -178,7 +178,7 @@ def test_radio_run_analysed_alike_by_both_engines(radio_run, spark, tmp_path):
         got = sorted((row["origin"], row["seq"], row["receiver"]) for row in receptions)
         assert got == sorted((s["origin"], s["seq"], i) for s in truth["sends"] for i in s["intended"]), engine
         report = os.path.join(run, "report")
-        for name in radio.PLOTS:
+        for name in radio_report.PLOTS:
             assert os.path.getsize(os.path.join(report, name)) > 0, name
         page = open(os.path.join(report, "index.html")).read()
         assert "<h2 id='radio'>Radio</h2>" in page and "radio_map.png" in page and "radio_neighbours.png" in page
@@ -209,5 +209,5 @@ def test_a_run_without_radio_records_has_no_radio_section(radio_run, spark, tmp_
     # every member broadcasts to the three others, a to w as well, w to a; b names d once
     assert r["messages"]["PROBE"]["intended_receivers"] == 4 * 100 * 3 + 100 + 20 + 1
     report = os.path.join(run, "report")
-    assert not any(os.path.exists(os.path.join(report, name)) for name in radio.PLOTS)
+    assert not any(os.path.exists(os.path.join(report, name)) for name in radio_report.PLOTS)
     assert "id='radio'" not in open(os.path.join(report, "index.html")).read()
