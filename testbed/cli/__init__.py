@@ -15,9 +15,9 @@ import sys
 from typing import List, Optional
 
 from ..errors import TestbedError
-from . import analyze, clean, doctor, down, exec_, images, ls, pingall, remote, run, schema, topo, up
+from . import analyze, clean, doctor, down, exec_, experiment, images, ls, pingall, remote, run, schema, topo, up
 
-VERBS = [doctor, run, analyze, remote, up, down, exec_, ls, pingall, clean, topo, schema, images]
+VERBS = [doctor, run, analyze, experiment, remote, up, down, exec_, ls, pingall, clean, topo, schema, images]
 
 
 class _Parser(argparse.ArgumentParser):

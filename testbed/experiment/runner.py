@@ -1,0 +1,361 @@
+"""Carrying out an experiment's runs: every point × seed, skipping those already complete, one
+run at a time per host, with progress and an estimate of the time left.
+
+The experiment directory holds:
+
+    experiment.json        the plan and the ledger: points, seeds, and per run its fingerprint,
+                           status, host, wall time and testbed version (rewritten as runs end)
+    experiment.yaml        a copy of the experiment file as it was
+    runs/<point>-s<seed>/  the run directories (as `testbed run --out` makes them)
+    logs/<point>-s<seed>.log   what each run printed
+
+A run is complete when the ledger says completed with the same fingerprint (the scenario's data
+with the point's overrides, the topology's data, the seed: spec.fingerprint) and its run
+directory's manifest says completed. Any other run is (re)run into a fresh directory: an
+interrupted or failed run leaves a directory that is replaced. So an interrupted experiment
+resumes where it stopped, and a changed scenario reruns exactly the points it changed.
+
+Each run is a child process (`testbed run`, or `testbed remote run` for a remote host), in a
+session of its own: Ctrl-C (or SIGTERM) reaches the experiment, which passes it on once to the
+runs under way, waits for them to stop (they tear their labs down and keep what they captured)
+and exits 130. One experiment at a time uses a directory (a lock file).
+"""
+
+from __future__ import annotations
+
+import datetime
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from .. import __version__
+from ..errors import TestbedError, UsageError
+from .spec import Experiment, Host, Point, fingerprint
+
+LEDGER = "experiment.json"
+OVERHEAD_S = 60.0  # a first guess of building and tearing down a lab, before any run has been timed
+
+
+class ExperimentInterrupted(TestbedError):
+    exit_code = 130
+
+
+@dataclass
+class Planned:
+    name: str
+    point: Point
+    seed: int
+    fingerprint: str
+    status: str = "pending"     # pending, complete (from before), running, completed, failed, interrupted
+    wall_s: Optional[float] = None
+    host: Optional[str] = None
+    error: Optional[str] = None
+    entry: Dict = field(default_factory=dict)
+
+
+def run_name(point: Point, seed: int) -> str:
+    return f"{point.id}-s{seed}"
+
+
+def _fmt_time(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+class Lock:
+    """One experiment at a time in a directory (flock: released when the process dies)."""
+
+    def __init__(self, out_dir: str) -> None:
+        self.path = os.path.join(out_dir, ".lock")
+        self.fh = None
+
+    def __enter__(self) -> "Lock":
+        self.fh = open(self.path, "a+")
+        try:
+            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.fh.seek(0)
+            pid = self.fh.read().strip()
+            self.fh.close()
+            raise UsageError(f"{os.path.dirname(self.path)}: another 'testbed experiment' is using this directory"
+                             + (f" (pid {pid})" if pid else "")) from None
+        self.fh.seek(0)
+        self.fh.truncate()
+        self.fh.write(str(os.getpid()))
+        self.fh.flush()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fh:
+            self.fh.close()
+
+
+class Runner:
+    def __init__(self, exp: Experiment, out_dir: str, progress: bool = True, accept_unemulated: Tuple[str, ...] = (),
+                 python: str = sys.executable) -> None:
+        self.exp = exp
+        self.out = os.path.abspath(out_dir)
+        self.progress = progress
+        self.accept = accept_unemulated
+        self.python = python
+        self.ledger: Dict = {}
+        self.planned: List[Planned] = []
+        self._lock = threading.Lock()
+        self._procs: Dict[str, subprocess.Popen] = {}
+        self._stop = False
+        self._done_here = 0
+        self._started = time.monotonic()
+
+    # -- the plan ----------------------------------------------------------------------------
+
+    def plan(self) -> List[Planned]:
+        """Every run with its status: complete (from before) or pending."""
+        self.ledger = self._read_ledger()
+        old = self.ledger.get("runs", {})
+        out = []
+        for point, seed in self.exp.runs():
+            name = run_name(point, seed)
+            p = Planned(name=name, point=point, seed=seed, fingerprint=fingerprint(point, seed))
+            entry = old.get(name) or {}
+            p.entry = dict(entry)
+            if entry.get("status") == "completed" and entry.get("fingerprint") == p.fingerprint \
+                    and _manifest_status(self.run_dir(name)) == "completed":
+                p.status = "complete"
+                p.wall_s = entry.get("wall_s")
+                p.host = entry.get("host")
+            elif entry.get("status") in ("failed", "interrupted"):
+                p.error = f"{entry['status']} before" + (f": {entry['error']}" if entry.get("error") else "")
+            out.append(p)
+        self.planned = out
+        return out
+
+    def run_dir(self, name: str) -> str:
+        return os.path.join(self.out, "runs", name)
+
+    def _read_ledger(self) -> Dict:
+        path = os.path.join(self.out, LEDGER)
+        if not os.path.isfile(path):
+            return {}
+        try:
+            with open(path) as fh:
+                data = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{path}: not an experiment ledger ({exc}); move it away to start afresh") from None
+        if data.get("experiment") != self.exp.name:
+            raise UsageError(f"{self.out} holds the experiment {data.get('experiment')!r}, not {self.exp.name!r}: "
+                             f"choose another --out")
+        return data
+
+    def _write_ledger(self) -> None:
+        runs = dict(self.ledger.get("runs", {}))
+        for p in self.planned:
+            if p.status in ("pending", "complete") and not p.entry:
+                continue
+            if p.status not in ("pending", "complete"):
+                p.entry.update({"point": p.point.id, "seed": p.seed, "fingerprint": p.fingerprint,
+                                "status": p.status, "host": p.host, "wall_s": p.wall_s, "error": p.error,
+                                "directory": os.path.join("runs", p.name)})
+            runs[p.name] = p.entry
+        self.ledger = {
+            "experiment": self.exp.name, "source": self.exp.source, "description": self.exp.description,
+            "testbed": __version__, "created": self.ledger.get("created") or _now(), "updated": _now(),
+            "seeds": self.exp.seeds,
+            "hosts": [h.target for h in self.exp.hosts],
+            "points": [{"id": p.id, "scenario": p.scenario.label, "file": p.scenario.file,
+                        "values": dict(p.values), "overrides": list(p.overrides)} for p in self.exp.points],
+            "runs": runs,
+        }
+        tmp = os.path.join(self.out, LEDGER + ".tmp")
+        with open(tmp, "w") as fh:
+            json.dump(self.ledger, fh, indent=1, default=str)
+        os.replace(tmp, os.path.join(self.out, LEDGER))
+
+    # -- carrying it out ---------------------------------------------------------------------
+
+    def execute(self) -> Dict[str, int]:
+        """Run every pending run; returns counts by status. Raises ExperimentInterrupted on Ctrl-C."""
+        os.makedirs(os.path.join(self.out, "runs"), exist_ok=True)
+        os.makedirs(os.path.join(self.out, "logs"), exist_ok=True)
+        with Lock(self.out):
+            shutil.copyfile(self.exp.source, os.path.join(self.out, "experiment.yaml"))
+            self.plan()
+            self._write_ledger()
+            todo = [p for p in self.planned if p.status == "pending"]
+            done = len(self.planned) - len(todo)
+            self._say(f"experiment {self.exp.name}: {len(self.planned)} runs ({len(self.exp.points)} points × "
+                      f"{len(self.exp.seeds)} seeds), {done} already complete, {len(todo)} to run on "
+                      f"{len(self.exp.hosts)} host{'s' if len(self.exp.hosts) > 1 else ''}"
+                      + (f", about {_fmt_time(self._remaining(todo))}" if todo else ""))
+            queue = list(todo)
+            previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+            for s in previous:
+                signal.signal(s, self._on_signal)
+            try:
+                workers = [threading.Thread(target=self._work, args=(host, queue), daemon=True)
+                           for host in self.exp.hosts]
+                for w in workers:
+                    w.start()
+                while any(w.is_alive() for w in workers):
+                    for w in workers:
+                        w.join(timeout=0.2)
+            finally:
+                for s, h in previous.items():
+                    signal.signal(s, h)
+                self._write_ledger()
+        counts: Dict[str, int] = {}
+        for p in self.planned:
+            counts[p.status] = counts.get(p.status, 0) + 1
+        if self._stop:
+            complete = counts.get("complete", 0) + counts.get("completed", 0)
+            raise ExperimentInterrupted(f"interrupted: {complete} of {len(self.planned)} runs complete; run the same "
+                                        f"command again to resume")
+        return counts
+
+    def _on_signal(self, signum, frame) -> None:
+        if self._stop:
+            return
+        self._stop = True
+        self._say("stopping: the runs under way are told to stop (their labs are torn down, their captures kept)")
+        with self._lock:
+            for proc in self._procs.values():
+                try:
+                    proc.send_signal(signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+
+    def _work(self, host: Host, queue: List[Planned]) -> None:
+        while not self._stop:
+            with self._lock:
+                if not queue:
+                    return
+                p = queue.pop(0)
+                p.status = "running"
+                p.host = host.target
+            self._run_one(p, host)
+            with self._lock:
+                self._write_ledger()
+            if p.status == "interrupted":
+                self._stop = True
+                return
+
+    def command(self, p: Planned, host: Host) -> List[str]:
+        argv = [self.python, "-m", "testbed"]
+        if host.local:
+            argv += ["run", p.point.scenario.file]
+        else:
+            argv += ["remote", "run", host.target, p.point.scenario.file]
+            for flag, value in (("--key", host.key), ("--known-hosts", host.known_hosts),
+                                ("--remote-dir", host.remote_dir), ("--remote-testbed", host.remote_testbed)):
+                if value:
+                    argv += [flag, value]
+        argv += ["--seed", str(p.seed), "--out", self.run_dir(p.name), "--quiet"]
+        for item in p.point.overrides:
+            argv += ["--set", item]
+        if self.accept:
+            argv += ["--accept-unemulated", ",".join(self.accept)]
+        return argv
+
+    def _run_one(self, p: Planned, host: Host) -> None:
+        target = self.run_dir(p.name)
+        if os.path.exists(target):
+            shutil.rmtree(target)  # what an interrupted or failed attempt left, or a run of another fingerprint
+        index = sum(1 for q in self.planned if q.status not in ("pending",))
+        self._say(f"[{index}/{len(self.planned)}] {p.name} on {host.target}: started")
+        log = os.path.join(self.out, "logs", f"{p.name}.log")
+        start = time.monotonic()
+        p.entry = {"started": _now()}
+        with open(log, "wb") as fh:
+            fh.write((" ".join(self.command(p, host)) + "\n").encode())
+            fh.flush()
+            proc = subprocess.Popen(self.command(p, host), stdout=fh, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            with self._lock:
+                self._procs[p.name] = proc
+                if self._stop:
+                    proc.send_signal(signal.SIGINT)
+            code = proc.wait()
+            with self._lock:
+                del self._procs[p.name]
+        p.wall_s = round(time.monotonic() - start, 1)
+        status = _manifest_status(target)
+        p.entry["exit_code"] = code
+        if code == 130 or status == "interrupted" or self._stop:
+            p.status = "interrupted"
+        elif code == 0 and status == "completed":
+            p.status = "completed"
+            self._done_here += 1
+        else:
+            p.status = "failed"
+            p.error = _last_line(log) or f"exit code {code}"
+        if p.status == "completed":
+            left = [q for q in self.planned if q.status in ("pending", "running") and q is not p]
+            self._say(f"[{index}/{len(self.planned)}] {p.name}: completed in {_fmt_time(p.wall_s)}; "
+                      f"{len(left)} left" + (f", about {_fmt_time(self._remaining(left))} to go" if left else ""))
+        else:
+            self._say(f"[{index}/{len(self.planned)}] {p.name}: {p.status} after {_fmt_time(p.wall_s)}"
+                      + (f" ({p.error}; see {os.path.relpath(log)})" if p.error else ""))
+
+    def _remaining(self, left: List[Planned]) -> float:
+        """The time the runs left should take: each at the mean wall time of the runs of its scenario
+        timed so far (else of all timed runs, else the scenario's own times plus an overhead), spread
+        over the hosts."""
+        timed = [q for q in self.planned if q.wall_s and q.status in ("complete", "completed")]
+        overall = sum(q.wall_s for q in timed) / len(timed) if timed else None
+        total = 0.0
+        for q in left:
+            same = [t.wall_s for t in timed if t.point.scenario.label == q.point.scenario.label]
+            if same:
+                total += sum(same) / len(same)
+            elif overall:
+                total += overall
+            else:
+                total += _scenario_seconds(q.point) + OVERHEAD_S
+        return total / max(1, len(self.exp.hosts))
+
+    def _say(self, text: str) -> None:
+        if self.progress:
+            print(text, file=sys.stderr, flush=True)
+
+
+def _scenario_seconds(point: Point) -> float:
+    from ..scenario import load_scenario
+
+    try:
+        s = load_scenario(point.scenario.file, overrides=point.overrides)
+    except Exception:
+        return 0.0
+    return (s.warmup_ms + s.duration_ms + s.quiet_ms) / 1000
+
+
+def _manifest_status(run_dir: str) -> Optional[str]:
+    try:
+        with open(os.path.join(run_dir, "manifest.json")) as fh:
+            return json.load(fh).get("status")
+    except (OSError, ValueError):
+        return None
+
+
+def _last_line(path: str) -> str:
+    try:
+        with open(path, errors="replace") as fh:
+            lines = [line.strip() for line in fh if line.strip()]
+    except OSError:
+        return ""
+    errors = [line for line in lines[1:] if line.startswith("testbed:") or "error" in line.lower()]
+    return (errors or lines[1:] or [""])[-1][:300]

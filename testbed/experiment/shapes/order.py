@@ -1,0 +1,50 @@
+"""`order: [A, B, C]`: the measure's mean grows strictly from point A to B to C (tree < ring <
+cluster). Each entry is a selector of one point (per combination of the free grid parameters)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+KEY = "order"
+FIELDS = ()
+SCHEMA = {KEY: {"type": "array", "minItems": 2, "items": {"type": ["string", "object"]},
+                "description": "point selectors, in increasing order of the measure"}}
+
+
+class Order:
+    def __init__(self, measure: str, selectors: List[Any], where: Dict[str, Any]) -> None:
+        self.measure, self.selectors, self.where = measure, selectors, where
+
+    def describe(self) -> str:
+        return f"{self.measure}: " + " < ".join(_label(s) for s in self.selectors)
+
+    def judge(self, data) -> Dict[str, Any]:
+        from . import combine, group_label, groups, pick
+
+        out = []
+        for group in groups(data.exp, self.selectors, self.where):
+            values = []
+            for s in self.selectors:
+                pts = pick(data.exp, s, group, self.where)
+                values.append(data.mean(pts[0].id, self.measure) if len(pts) == 1 else None)
+            if any(v is None for v in values):
+                verdict = "unknown"
+            else:
+                verdict = "valid" if all(a < b for a, b in zip(values, values[1:])) else "invalid"
+            out.append({"group": group_label(group), "verdict": verdict,
+                        "detail": " < ".join(f"{_label(s)} {data.fmt(v)}" for s, v in zip(self.selectors, values))})
+        return {"verdict": combine(out), "groups": out}
+
+
+def _label(selector: Any) -> str:
+    return selector if isinstance(selector, str) else ",".join(f"{k}={v}" for k, v in selector.items())
+
+
+def parse(r, entry: Dict[str, Any], path, exp) -> Order:
+    from ..spec import check_selector
+
+    value = entry[KEY]
+    if not isinstance(value, list) or len(value) < 2:
+        raise r.fail(path + (KEY,), "expected a list of at least two points", "[A, B, ...] in increasing order")
+    selectors = [check_selector(r, exp, s, path + (KEY, i)) for i, s in enumerate(value)]
+    return Order(entry["measure"], selectors, entry.get("where") or {})

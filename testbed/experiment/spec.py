@@ -1,0 +1,508 @@
+"""Experiment files: which scenarios, which grid of parameters, how many seeds, which measures,
+which reference values and which expected shapes.
+
+    name: abc-dp
+    scenarios:                      # a label per scenario file (relative to this file)
+      tree: ../../scenarios/abc-paper/dp-tree-3-5-5.yaml
+      tree-10:                      # the same file with fixed overrides
+        file: ../../scenarios/abc-paper/dp-tree-3-5-5.yaml
+        set: {workload.kinds.component.params.senders: 10}
+    grid:                           # `--set` paths with lists of values; crossed with the scenarios
+      rate: {path: workload.defaults.params.rate, values: [1, 2]}
+      workload.defaults.params.size: [0, 100]
+    seeds: 3                        # seeds 1..3 (or a list: [1, 7, 9])
+    set: {duration: 200s}           # overrides for every run
+    measures:                       # a dotted path into each run's results.json
+      delivery_time: {path: abc.delivery_time.mean_ms, label: average delivery time (ms)}
+      gap: abc.message_time_gap.mean_ms
+    references:
+      source: the paper, Figure 1
+      values:
+        - {measure: delivery_time, point: tree, value: 10}
+        - {measure: delivery_time, point: {scenario: ring}, value: [250, 350]}
+    expect:                         # shapes, one registered kind each (testbed/experiment/shapes)
+      - {measure: delivery_time, order: [tree, ring, cluster]}
+    hosts: [local, root@lab2]       # where the runs go (default: here)
+
+A *point* is one scenario with one value of every grid parameter; a *run* is a point with a
+seed. Points are named `<scenario>` plus `.<param>=<value>` per grid parameter (a parameter
+named by its path is called by the path's last key). A *selector* picks points: a scenario
+label, or a mapping of `scenario` and grid parameter names to values.
+
+Every point is loaded as a scenario with its overrides before anything runs, so a bad value in
+the grid is refused with the scenario's own message, prefixed by the point.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..errors import ValidationError
+from ..topology import Reader
+from ..yamlio import Located, load_file
+
+TOP_KEYS = ("name", "description", "scenarios", "grid", "seeds", "set", "measures", "references", "expect", "hosts")
+SCENARIO_KEYS = ("file", "set")
+GRID_KEYS = ("path", "values")
+MEASURE_KEYS = ("path", "label", "over_time")
+REFERENCE_KEYS = ("source", "values")
+REFERENCE_VALUE_KEYS = ("measure", "point", "value", "source", "note")
+HOST_KEYS = ("target", "key", "known_hosts", "remote_dir", "remote_testbed")
+LABEL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+LABEL_ALLOWED = "a letter, then letters, digits, '-' or '_' (at most 32)"
+PATH_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*$")
+PATH_ALLOWED = "a dotted path of keys, such as workload.defaults.params.rate"
+#: bounds that keep an experiment a plan one machine (or a few) can carry out
+MAX_POINTS = 10_000
+MAX_SEEDS = 1_000
+MAX_RUNS = 100_000
+MAX_SEED = 2**31 - 1
+LOCAL = "local"
+
+
+@dataclass(frozen=True)
+class ScenarioEntry:
+    label: str
+    file: str                      # absolute path
+    sets: Tuple[Tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    path: str
+    values: Tuple[Any, ...]
+
+    @property
+    def short(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True)
+class Point:
+    id: str
+    scenario: ScenarioEntry
+    values: Tuple[Tuple[str, Any], ...]        # (grid parameter name, value)
+    overrides: Tuple[str, ...]                 # `--set PATH=VALUE` texts: the scenario's, the grid's, the file's
+
+    def get(self, name: str) -> Any:
+        if name == "scenario":
+            return self.scenario.label
+        return dict(self.values)[name]
+
+    def labels(self) -> Dict[str, Any]:
+        return {"scenario": self.scenario.label, **dict(self.values)}
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str
+    path: Tuple[str, ...]
+    label: str
+    over_time: Optional[Tuple[str, ...]] = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    measure: str
+    selector: Any
+    low: float
+    high: float
+    source: str
+    note: str = ""
+
+    @property
+    def value(self) -> float:
+        return (self.low + self.high) / 2
+
+
+@dataclass(frozen=True)
+class Host:
+    target: str                    # "local" or USER@HOST[:PORT]
+    key: Optional[str] = None
+    known_hosts: Optional[str] = None
+    remote_dir: Optional[str] = None
+    remote_testbed: Optional[str] = None
+
+    @property
+    def local(self) -> bool:
+        return self.target == LOCAL
+
+
+@dataclass
+class Experiment:
+    name: str
+    source: str
+    description: str
+    scenarios: List[ScenarioEntry]
+    grid: List[Param]
+    seeds: List[int]
+    sets: Tuple[Tuple[str, Any], ...]
+    measures: List[Measure]
+    references: List[Reference]
+    shapes: List[Any]
+    hosts: List[Host]
+    points: List[Point] = field(default_factory=list)
+
+    def runs(self) -> List[Tuple[Point, int]]:
+        """Every point × seed, seed-major: the first seed of every point, then the second, ... so
+        an experiment stopped half-way has every point at fewer seeds rather than half the points."""
+        return [(p, s) for s in self.seeds for p in self.points]
+
+    def select(self, selector: Any) -> List[Point]:
+        return [p for p in self.points if matches(p, selector)]
+
+
+def matches(point: Point, selector: Any) -> bool:
+    if isinstance(selector, str):
+        return point.scenario.label == selector
+    return all(_same(point.get(k), v) for k, v in selector.items())
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=1e-12)
+    return a == b
+
+
+def value_text(value: Any) -> str:
+    """A value as `--set` reads it back (JSON is YAML)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _slug(value: Any) -> str:
+    text = value if isinstance(value, str) else value_text(value)
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text)[:40]
+
+
+def load_experiment(path: str, seeds: Optional[int] = None, extra_sets: Tuple[str, ...] = (),
+                    hosts: Optional[List[Host]] = None, check_points: bool = True) -> Experiment:
+    """Read and check an experiment file. `seeds` (the CLI's --seeds) replaces the file's count,
+    `extra_sets` (--set) are applied to every run after the file's own, `hosts` (--host) replace the
+    file's. With `check_points`, every point is loaded as a scenario (bad values are refused here)."""
+    doc = load_file(path)
+    return parse_experiment(doc, seeds=seeds, extra_sets=extra_sets, hosts=hosts, check_points=check_points)
+
+
+def parse_experiment(doc: Located, seeds: Optional[int] = None, extra_sets: Tuple[str, ...] = (),
+                     hosts: Optional[List[Host]] = None, check_points: bool = True) -> Experiment:
+    from . import shapes as shape_registry
+
+    r = Reader(doc)
+    top = r.mapping(doc.data, (), TOP_KEYS)
+    base = os.path.dirname(os.path.abspath(doc.file))
+    name = r.string(top["name"], ("name",), LABEL_RE, LABEL_ALLOWED) if "name" in top else \
+        re.sub(r"\.ya?ml$", "", os.path.basename(doc.file))
+    if not LABEL_RE.match(name):
+        raise r.fail(("name",), f"the file name {name!r} cannot name the experiment: give `name`", LABEL_ALLOWED)
+    description = top.get("description", "")
+    if not isinstance(description, str):
+        raise r.fail(("description",), "expected a string")
+
+    scenarios = _scenarios(r, top, base)
+    grid = _grid(r, top.get("grid"))
+    clash = {p.short for p in grid} & {"scenario"}
+    if clash:
+        raise r.fail(("grid",), "a grid parameter cannot be called 'scenario'", "another name")
+    shorts = [p.short for p in grid]
+    if len(set(shorts)) != len(shorts):
+        dup = next(s for s in shorts if shorts.count(s) > 1)
+        raise r.fail(("grid",), f"two grid parameters end in {dup!r}; their points could not be told apart",
+                     "give them names: NAME: {path: ..., values: [...]}")
+    seed_list = _seeds(r, top.get("seeds", 1), seeds)
+    sets = _sets(r, top.get("set"), ("set",))
+    measures = _measures(r, top.get("measures"))
+    exp = Experiment(name=name, source=doc.file, description=description.strip(), scenarios=scenarios, grid=grid,
+                     seeds=seed_list, sets=sets, measures=measures, references=[], shapes=[],
+                     hosts=hosts if hosts else _hosts(r, top.get("hosts")))
+    exp.points = _points(r, exp, tuple(extra_sets))
+    if len(exp.points) * len(seed_list) > MAX_RUNS:
+        raise r.fail(("grid",), f"{len(exp.points)} points × {len(seed_list)} seeds is more than {MAX_RUNS:,} runs",
+                     f"at most {MAX_RUNS:,} runs")
+    exp.references = _references(r, top.get("references"), exp)
+    exp.shapes = shape_registry.parse_all(r, top.get("expect"), exp)
+    if check_points:
+        check_points_load(r, exp)
+    return exp
+
+
+def _scenarios(r: Reader, top: Dict[str, Any], base: str) -> List[ScenarioEntry]:
+    if "scenarios" not in top:
+        raise r.fail(("scenarios",), "missing field 'scenarios'", "a mapping of labels to scenario files")
+    raw = r.mapping(top["scenarios"], ("scenarios",))
+    if not raw:
+        raise r.fail(("scenarios",), "no scenario", "at least one LABEL: FILE")
+    out = []
+    for label, entry in raw.items():
+        path = ("scenarios", label)
+        if not isinstance(label, str) or not LABEL_RE.match(label):
+            raise r.fail(path, f"{label!r} cannot label a scenario", LABEL_ALLOWED)
+        if isinstance(entry, str):
+            entry = {"file": entry}
+        entry = r.mapping(entry, path, SCENARIO_KEYS)
+        if "file" not in entry:
+            raise r.fail(path, "missing field 'file'", "a scenario file, relative to the experiment file")
+        file = r.string(entry["file"], path + ("file",))
+        full = file if os.path.isabs(file) else os.path.normpath(os.path.join(base, file))
+        if not os.path.isfile(full):
+            raise r.fail(path + ("file",), f"no scenario file {file!r} (looked for {full})",
+                         "a path relative to the experiment file")
+        out.append(ScenarioEntry(label=label, file=full, sets=_sets(r, entry.get("set"), path + ("set",))))
+    return out
+
+
+def _sets(r: Reader, value: Any, path: Tuple) -> Tuple[Tuple[str, Any], ...]:
+    raw = r.mapping(value, path)
+    out = []
+    for key, v in raw.items():
+        if not isinstance(key, str) or not PATH_RE.match(key):
+            raise r.fail(path + (key,), f"{key!r} is not a field path", PATH_ALLOWED)
+        out.append((key, v))
+    return tuple(out)
+
+
+def _grid(r: Reader, value: Any) -> List[Param]:
+    raw = r.mapping(value, ("grid",))
+    out = []
+    for name, entry in raw.items():
+        path = ("grid", name)
+        if not isinstance(name, str) or not (PATH_RE.match(name)):
+            raise r.fail(path, f"{name!r} cannot name a grid parameter", PATH_ALLOWED + " or a name")
+        if isinstance(entry, dict):
+            entry = r.mapping(entry, path, GRID_KEYS)
+            if "path" not in entry or "values" not in entry:
+                raise r.fail(path, "expected both 'path' and 'values'", "{path: FIELD.PATH, values: [V1, V2, ...]}")
+            target = r.string(entry["path"], path + ("path",), PATH_RE, PATH_ALLOWED)
+            values, vpath = entry["values"], path + ("values",)
+        else:
+            if not PATH_RE.match(name) or "." not in name:
+                raise r.fail(path, f"{name!r} is a name, so it needs {{path: ..., values: [...]}}",
+                             "a dotted field path with a list of values, or NAME: {path: ..., values: [...]}")
+            target, values, vpath = name, entry, path
+        if not isinstance(values, list) or not values:
+            raise r.fail(vpath, "expected a non-empty list of values", "such as [1, 2, 5]")
+        for i, v in enumerate(values):
+            if isinstance(v, float) and not math.isfinite(v):
+                raise r.fail(vpath + (i,), f"{v!r} is not allowed", "a finite number, a string, a list or a mapping")
+        texts = [value_text(v) for v in values]
+        if len(set(texts)) != len(texts):
+            dup = next(t for t in texts if texts.count(t) > 1)
+            raise r.fail(vpath, f"the value {dup} is given twice", "distinct values")
+        out.append(Param(name=name, path=target, values=tuple(values)))
+    return out
+
+
+def _seeds(r: Reader, value: Any, override: Optional[int]) -> List[int]:
+    if override is not None:
+        if not 1 <= override <= MAX_SEEDS:
+            raise ValidationError("--seeds", "", f"{override} is not allowed", f"a whole number from 1 to {MAX_SEEDS}")
+        return list(range(1, override + 1))
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 1 <= value <= MAX_SEEDS:
+            raise r.fail(("seeds",), f"{value} is not allowed", f"a whole number from 1 to {MAX_SEEDS}, or a list")
+        return list(range(1, value + 1))
+    if isinstance(value, list) and value:
+        for i, s in enumerate(value):
+            if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s <= MAX_SEED:
+                raise r.fail(("seeds", i), f"{s!r} is not a seed", f"a whole number from 0 to {MAX_SEED}")
+        if len(set(value)) != len(value):
+            raise r.fail(("seeds",), "a seed is given twice", "distinct seeds")
+        if len(value) > MAX_SEEDS:
+            raise r.fail(("seeds",), f"{len(value)} seeds", f"at most {MAX_SEEDS}")
+        return list(value)
+    raise r.fail(("seeds",), f"{value!r} is not allowed", "a number of seeds (1, 2, ...) or a list of seeds")
+
+
+def _measure_path(r: Reader, value: Any, path: Tuple) -> Tuple[str, ...]:
+    text = r.string(value, path, PATH_RE, "a dotted path into results.json, such as abc.delivery_time.mean_ms")
+    return tuple(text.split("."))
+
+
+def _measures(r: Reader, value: Any) -> List[Measure]:
+    if value is None:
+        raise r.fail(("measures",), "missing field 'measures'", "NAME: PATH.INTO.RESULTS (results.json of each run)")
+    raw = r.mapping(value, ("measures",))
+    if not raw:
+        raise r.fail(("measures",), "no measure", "at least one NAME: PATH")
+    out = []
+    for name, entry in raw.items():
+        path = ("measures", name)
+        if not isinstance(name, str) or not LABEL_RE.match(name):
+            raise r.fail(path, f"{name!r} cannot name a measure", LABEL_ALLOWED)
+        if isinstance(entry, str):
+            entry = {"path": entry}
+        entry = r.mapping(entry, path, MEASURE_KEYS)
+        if "path" not in entry:
+            raise r.fail(path, "missing field 'path'", "a dotted path into results.json")
+        label = entry.get("label", name)
+        if not isinstance(label, str) or not label.strip():
+            raise r.fail(path + ("label",), "expected a non-empty string")
+        over = _measure_path(r, entry["over_time"], path + ("over_time",)) if "over_time" in entry else None
+        out.append(Measure(name=name, path=_measure_path(r, entry["path"], path + ("path",)), label=label.strip(),
+                           over_time=over))
+    return out
+
+
+def _hosts(r: Reader, value: Any) -> List[Host]:
+    from ..remote.target import parse_target
+
+    if value is None:
+        return [Host(LOCAL)]
+    if not isinstance(value, list) or not value:
+        raise r.fail(("hosts",), "expected a non-empty list", "local and/or USER@HOST[:PORT] entries")
+    out = []
+    for i, entry in enumerate(value):
+        path = ("hosts", i)
+        if isinstance(entry, str):
+            entry = {"target": entry}
+        entry = r.mapping(entry, path, HOST_KEYS)
+        target = r.string(entry.get("target"), path + ("target",), allowed="local or USER@HOST[:PORT]")
+        if target != LOCAL:
+            try:
+                parse_target(target)
+            except ValidationError as exc:
+                raise r.fail(path + ("target",), exc.message, exc.allowed) from None
+            except Exception as exc:  # the target parser's own usage error
+                raise r.fail(path + ("target",), str(exc), "local or USER@HOST[:PORT]") from None
+        extra = {}
+        for key in HOST_KEYS[1:]:
+            if key in entry:
+                if target == LOCAL:
+                    raise r.fail(path + (key,), f"'{key}' is for a remote host, not local")
+                extra[key] = os.path.expanduser(r.string(entry[key], path + (key,)))
+        host = Host(target, **extra)
+        if host in out:
+            raise r.fail(path, f"{target} is listed twice", "each host once (each runs one run at a time)")
+        out.append(host)
+    return out
+
+
+def _points(r: Reader, exp: Experiment, extra_sets: Tuple[str, ...]) -> List[Point]:
+    combos = list(itertools.product(*[p.values for p in exp.grid])) if exp.grid else [()]
+    if len(combos) * len(exp.scenarios) > MAX_POINTS:
+        raise r.fail(("grid",), f"{len(combos) * len(exp.scenarios):,} points", f"at most {MAX_POINTS:,}")
+    points, seen = [], {}
+    for scen in exp.scenarios:
+        for combo in combos:
+            pid = scen.label + "".join(f".{p.short}={_slug(v)}" for p, v in zip(exp.grid, combo))
+            if pid in seen:
+                raise r.fail(("grid",), f"two points would both be called {pid!r}", "values that differ as text")
+            overrides = tuple(f"{k}={value_text(v)}" for k, v in scen.sets) \
+                + tuple(f"{p.path}={value_text(v)}" for p, v in zip(exp.grid, combo)) \
+                + tuple(f"{k}={value_text(v)}" for k, v in exp.sets) + extra_sets
+            point = Point(id=pid, scenario=scen, values=tuple((p.short, v) for p, v in zip(exp.grid, combo)),
+                          overrides=overrides)
+            seen[pid] = point
+            points.append(point)
+    return points
+
+
+def check_selector(r: Reader, exp: Experiment, selector: Any, path: Tuple, one: bool = False) -> Any:
+    """A point selector (a scenario label, or {scenario: LABEL, PARAM: VALUE, ...}) that selects at
+    least one point (exactly one with `one`)."""
+    labels = [s.label for s in exp.scenarios]
+    names = ["scenario"] + [p.short for p in exp.grid]
+    if isinstance(selector, str):
+        if selector not in labels:
+            raise r.fail(path, f"no scenario {selector!r}", ", ".join(labels))
+    elif isinstance(selector, dict):
+        if not selector:
+            raise r.fail(path, "an empty selector", "a scenario label or {scenario: ..., PARAM: VALUE}")
+        for k in selector:
+            if k not in names:
+                raise r.fail(path + (k,), f"no grid parameter {k!r}", ", ".join(names))
+    else:
+        raise r.fail(path, "expected a scenario label or a mapping", "LABEL or {scenario: LABEL, PARAM: VALUE}")
+    chosen = exp.select(selector)
+    if not chosen:
+        raise r.fail(path, f"{selector!r} selects no point", "values of the grid: " + "; ".join(
+            f"{p.short}: {', '.join(value_text(v) for v in p.values)}" for p in exp.grid) or ", ".join(labels))
+    if one and len(chosen) > 1:
+        raise r.fail(path, f"{selector!r} selects {len(chosen)} points ({', '.join(p.id for p in chosen[:4])}...)",
+                     "one point: add the grid parameters' values")
+    return selector
+
+
+def measure_name(r: Reader, exp: Experiment, value: Any, path: Tuple) -> str:
+    names = [m.name for m in exp.measures]
+    if value not in names:
+        raise r.fail(path, f"no measure {value!r}", ", ".join(names))
+    return value
+
+
+def _number(r: Reader, value: Any, path: Tuple) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise r.fail(path, f"{value!r} is not a number", "a finite number, or [LOW, HIGH]")
+    return float(value)
+
+
+def _references(r: Reader, value: Any, exp: Experiment) -> List[Reference]:
+    raw = r.mapping(value, ("references",), REFERENCE_KEYS)
+    source = raw.get("source", "")
+    if not isinstance(source, str):
+        raise r.fail(("references", "source"), "expected a string (where the values come from)")
+    values = raw.get("values") or []
+    if not isinstance(values, list):
+        raise r.fail(("references", "values"), "expected a list", "{measure: M, point: P, value: V} entries")
+    out = []
+    for i, entry in enumerate(values):
+        path = ("references", "values", i)
+        entry = r.mapping(entry, path, REFERENCE_VALUE_KEYS)
+        for key in ("measure", "point", "value"):
+            if key not in entry:
+                raise r.fail(path, f"missing field '{key}'", "measure, point and value")
+        measure = measure_name(r, exp, entry["measure"], path + ("measure",))
+        selector = check_selector(r, exp, entry["point"], path + ("point",), one=True)
+        v = entry["value"]
+        if isinstance(v, list):
+            if len(v) != 2:
+                raise r.fail(path + ("value",), "a range is [LOW, HIGH]", "a number or [LOW, HIGH]")
+            low, high = (_number(r, x, path + ("value", j)) for j, x in enumerate(v))
+            if low > high:
+                raise r.fail(path + ("value",), f"[{low:g}, {high:g}]: LOW is above HIGH", "[LOW, HIGH] with LOW ≤ HIGH")
+        else:
+            low = high = _number(r, v, path + ("value",))
+        src = entry.get("source", source)
+        note = entry.get("note", "")
+        if not isinstance(src, str) or not isinstance(note, str):
+            raise r.fail(path, "source and note are strings")
+        if not src:
+            raise r.fail(path + ("source",), "no source for this value", "a source here or references.source")
+        out.append(Reference(measure=measure, selector=selector, low=low, high=high, source=src, note=note))
+    return out
+
+
+def check_points_load(r: Reader, exp: Experiment) -> None:
+    """Load every point as a scenario (with the first seed), so a bad grid value is refused now."""
+    from ..scenario import load_scenario
+
+    for point in exp.points:
+        try:
+            load_scenario(point.scenario.file, seed=exp.seeds[0], overrides=point.overrides)
+        except ValidationError as exc:
+            where = ("grid",) if point.values else ("scenarios", point.scenario.label)
+            raise r.fail(where, f"point {point.id}: {exc}") from None
+
+
+def fingerprint(point: Point, seed: int) -> str:
+    """What makes a run the same run again: the scenario as loaded with the point's overrides (its
+    data, not its comments or layout), the topology file's data and the seed."""
+    from ..scenario import apply_overrides
+
+    doc = load_file(point.scenario.file)
+    apply_overrides(doc, point.overrides)
+    topo = doc.data.get("topology") if isinstance(doc.data, dict) else None
+    topo_data: Any = None
+    if isinstance(topo, str):
+        full = topo if os.path.isabs(topo) else os.path.join(os.path.dirname(os.path.abspath(point.scenario.file)), topo)
+        topo_data = load_file(full).data
+    blob = json.dumps({"scenario": doc.data, "topology": topo_data, "seed": seed}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
