@@ -18,7 +18,9 @@ reach it with messages, because the testbed's nodes share no memory:
   names another. A server that gets a request from one of its components asks the counter host
   for the counter's value with a request that carries the route back (the copy-and-increment
   under the lock of section 3.3) and relays the reply to the component; the counter host answers
-  its own components directly.
+  its own components directly. A ring server's multicast set D is the next server first, then
+  its own components, in the order the authors' simulator forwards (Table 6 leaves it open):
+  paced, a message moves on round the ring after one transmission instead of after all of them.
 - tree: no shared state: the root is the only sequencer (Table 8).
 
 With `transmission_rate` (λt per time unit of `time_unit_ms`), a server transmits as the paper's
@@ -194,6 +196,9 @@ class ClusterServer(Server):
 # -- ring -------------------------------------------------------------------------------------
 
 class RingServer(Server):
+    """A ring server (Tables 5-6): D is [next server] + its own components, the next server first
+    as in the authors' simulator (the paper's rules leave the order of the multicast set open)."""
+
     def __init__(self, agent, params: Dict[str, Any]) -> None:
         super().__init__(agent, params)
         self.counter_host = self.structure.ring_counter(params.get("counter"))
@@ -204,7 +209,10 @@ class RingServer(Server):
             raise StructureError(f"next {nxt!r} is not an {RING_SERVER}")
         self.next = nxt
         self.own = [c for c in self.structure.children(agent.name) if self.structure.role(c) in COMPONENTS]
-        self.D = self.own + ([nxt] if nxt != agent.name else [])
+        # the next server first, then the own components: Table 6 leaves the order of D open,
+        # and the authors' simulator forwards round the ring before handing out locally, so a
+        # message's hop to the next server waits for one transmission, not for y + 1
+        self.D = ([nxt] if nxt != agent.name else []) + self.own
         agent.log.write("state", state="abc server", infrastructure="ring", next=nxt, counter=self.counter_host,
                         components=self.own)
 
