@@ -45,7 +45,8 @@ from ..roles import MAX_BODY_BYTES, MAX_COUNT, MAX_SECONDS, is_number, number_at
 from ..runtime import Role, now_ns
 from ..wire import Header, MessageType
 from . import correlation
-from .common import COMPONENT, RATE_PARAMS, positive, Structure, StructureError, Transmitter, WaitingQueue, decode, encode
+from .common import (COMPONENT, RATE_PARAMS, TRANSMITTER_FIELDS, positive, Structure, StructureError, Transmitter,
+                     WaitingQueue, decode, encode)
 from .common import PROMISES  # noqa: F401 (the registry reads it)
 from .common import structure_problem as check_structure  # noqa: F401 (the registry reads it)
 
@@ -71,7 +72,8 @@ EVENT_FIELDS = {
               "provider": ("boolean", "whether it sends (data-providers workload)"),
               "workload": ("string", "data-providers, communication-intensive or none"),
               "count": ("integer", "messages queued but never sent when the workload ended "
-                                   "(state abc sends not started)")},
+                                   "(state abc sends not started)"),
+              **TRANSMITTER_FIELDS},
 }
 
 PARAMS = {
@@ -138,6 +140,9 @@ class Component(Role):
             self.provider = False
         agent.log.write("state", state="abc component", server=self.server, provider=self.provider,
                         workload=workload)
+
+    def stop(self) -> None:
+        self.tx.log_stats()
 
     # -- sending: Out, Req, RcvR, Snd ----------------------------------------------------------
 

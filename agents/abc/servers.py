@@ -28,7 +28,9 @@ model does, one message to one address at a time, each transmission taking an ex
 (agents/abc/common.py, Transmitter); the messages that stand in for shared memory (a hand-over
 from the cluster's queue, a server asking the ring's counter host and its answer, ABC_TAKE) are
 not transmissions of the model and leave at once. A cluster server takes again only when its
-transmissions have left.
+transmissions have left. A paced server (and a paced component) logs at its stop a state event
+`abc transmitter` with its transmissions and busy time, from which the analysis gives the rate
+it achieved.
 
 Data messages wait in a server's priority queue W and are forwarded in id order (nid), each to
 the server's multicast set minus the node it came from, as the dFwd/eFwd rules do one address at
@@ -44,8 +46,8 @@ from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from ..runtime import Role
 from ..wire import Ext, Flags, Header, MessageType
-from .common import (CLUSTER_SERVER, COMPONENTS, RATE_PARAMS, RING_SERVER, SERVERS, TREE_SERVER, Structure,
-                     StructureError, Transmitter, WaitingQueue, decode, encode)
+from .common import (CLUSTER_SERVER, COMPONENTS, RATE_PARAMS, RING_SERVER, SERVERS, TRANSMITTER_FIELDS, TREE_SERVER,
+                     Structure, StructureError, Transmitter, WaitingQueue, decode, encode)
 
 _STRUCTURE = {"infrastructure": (lambda v: v in ("cluster", "ring", "tree"), "cluster, ring or tree"),
               **RATE_PARAMS}
@@ -62,6 +64,9 @@ class Server(Role):
         self.infra = agent.id.to_bytes(4, "big")
         self.tx = Transmitter(agent, params)
         self.ctr = 0  # used where this server hosts a counter: the cluster's, the ring's, the tree's root
+
+    def stop(self) -> None:
+        self.tx.log_stats()
 
     def fresh_id(self) -> int:
         """The counter's value, then ctr + 1 (rule Rmsg / Reply)."""
@@ -278,7 +283,8 @@ EVENT_FIELDS = {
               "counter": ("string", "the ring server that hosts the shared counter"),
               "parent": (["string", "null"], "the parent tree server (null at the root)"),
               "root": ("boolean", "the tree's root, its sequencer"),
-              "children": ("array", "the tree server's children")},
+              "children": ("array", "the tree server's children"),
+              **TRANSMITTER_FIELDS},
 }
 
 CLUSTER_PARAMS = {**_STRUCTURE, "queue": (lambda v: isinstance(v, str), "the cluster server hosting the shared queue")}
