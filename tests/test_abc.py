@@ -358,6 +358,28 @@ def test_data_providers_are_a_seeded_fraction_that_every_node_agrees_on():
     assert flagged == sorted(providers([n for n in net.agents if n.startswith("c")], 0.1, 7))
 
 
+def test_senders_sets_exactly_how_many_components_send_and_excludes_providers(tmp_path):
+    names = [f"c{i}" for i in range(1, 156)]
+    chosen = providers(names, 0.1, 7, senders=15)
+    assert len(chosen) == 15 and chosen == providers(names, 0.5, 7, senders=15) != providers(names, 0.1, 8, 15)
+    base = open(SCENARIOS["ring"]).read().replace("topology: ../", f"topology: {ROOT}/")
+    assert "providers: 0.1, " in base
+    path = tmp_path / "s.yaml"
+    path.write_text(base.replace("providers: 0.1, ", "senders: 4, "))
+    net = _Net(load_scenario(str(path)), seed=7)
+    flagged = sorted(n for n, a in net.agents.items() if getattr(a.role, "provider", False))
+    assert flagged == sorted(providers([n for n in net.agents if n.startswith("c")], 0.1, 7, 4)) and len(flagged) == 4
+    path.write_text(base.replace("providers: 0.1, ", "senders: 99, "))
+    with pytest.raises(ValidationError) as err:
+        load_scenario(str(path))
+    assert "senders" in str(err.value) and "99 senders but only 15 components" in str(err.value)
+    path.write_text(base + "  nodes:\n    c2: {params: {senders: 3}}\n")  # with the kind's providers: 0.1
+    with pytest.raises(ValidationError) as err:
+        load_scenario(str(path))
+    assert "senders and providers are both given" in str(err.value) and "c2" in str(err.value)
+    assert "s.yaml:20: workload.nodes.c2.params.senders:" in str(err.value), "it points at the line that set senders"
+
+
 def test_structure_mistakes_are_usage_errors_naming_the_node_and_field(tmp_path):
     base = open(SCENARIOS["tree"]).read().replace("topology: ../", f"topology: {ROOT}/")
     path = tmp_path / "s.yaml"
