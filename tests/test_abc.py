@@ -241,6 +241,113 @@ def test_a_paced_node_transmits_one_at_a_time_at_rate_lambda_t_in_fifo_order():
     assert sent[0][2] == ["a", "b"], "without a rate everything leaves at once, in one send"
 
 
+class _FakeClock:
+    """A clock that moves only when the transmitter sleeps or a send costs time."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: List[float] = []
+
+    def time(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+        await asyncio.sleep(0)  # other tasks get their turn, as they would while it sleeps
+
+
+def _paced(clock: _FakeClock, cost: float, sent: list, seed: int = 3):
+    from agents.abc.common import Transmitter
+
+    class Agent:
+        class config:
+            pass
+
+        log = _Log()
+
+        def send(self, mtype, to, **kw):
+            sent.append((clock.now, to[0]))
+            clock.now += cost  # what the send itself takes
+
+    Agent.config.seed = seed
+    tx = Transmitter(Agent(), {"transmission_rate": 15, "time_unit_ms": 100})
+    tx.clock, tx.sleep = clock.time, clock.sleep
+    return tx
+
+
+def test_pacing_keeps_to_deadlines_whatever_a_send_costs_and_counts_busy_time():
+    """Deadline pacing: in a busy period transmission k is due at start + the first k exponential
+    draws, so a send that costs time delays that send only, not the ones after it; the achieved
+    rate over busy time is what the draws give, and idle time between busy periods is not counted."""
+    mean = 0.1 / 15
+    draws = random.Random(3 ^ 0x5A5A)
+    clock, sent = _FakeClock(), []
+    tx = _paced(clock, cost=0.8 * mean, sent=sent)
+
+    async def go():
+        start = clock.now
+        tx.send(12, [f"a{i}" for i in range(40)])
+        await tx.task
+        first = (start, clock.now)
+        clock.now += 5.0  # idle: not busy time
+        start2 = clock.now
+        tx.send(12, ["b0", "b1"])
+        tx.then(lambda: tx.send(12, ["c0"]))  # after the queue emptied: a new busy period
+        await tx.task
+        return first, start2
+
+    (start, _), start2 = asyncio.run(go())
+    deadlines, due = [], start
+    for _ in range(40):
+        due += draws.expovariate(1.0) * mean
+        deadlines.append(due)
+    expected, ready = [], start
+    for d in deadlines:  # a send leaves at its deadline, or when the previous send is done if later
+        expected.append(max(d, ready))
+        ready = expected[-1] + 0.8 * mean
+    assert [t for t, _ in sent[:40]] == pytest.approx(expected, abs=1e-9)
+    assert any(e > d for e, d in zip(expected, deadlines)), "some sends were late (the test's point)"
+    assert any(expected[k - 1] > deadlines[k - 1] and expected[k] == deadlines[k] for k in range(1, 40)), \
+        "a late send does not push later deadlines: the next one is back on time"
+    b = [start2 + draws.expovariate(1.0) * mean]
+    b.append(max(b[0] + draws.expovariate(1.0) * mean, b[0] + 0.8 * mean))
+    c0_start = b[1] + 0.8 * mean
+    c0 = c0_start + draws.expovariate(1.0) * mean
+    assert [t for t, _ in sent[40:]] == pytest.approx(b + [c0], abs=1e-9)
+    assert [to for _, to in sent] == [f"a{i}" for i in range(40)] + ["b0", "b1", "c0"]
+    stats = tx.stats()
+    busy = (expected[-1] - start) + (b[1] - start2) + (c0 - c0_start)
+    assert stats["transmissions"] == 43 and stats["busy_s"] == pytest.approx(busy, abs=1e-9)
+    assert stats["rate"] == pytest.approx(43 / (busy / 0.1)) and stats["target_rate"] == 15.0
+    assert min(clock.sleeps) == 0.0, "a passed deadline is not waited for"
+    tx.log_stats()
+    (event,) = tx.agent.log.events
+    assert event == {"event": "state", "state": "abc transmitter", "transmissions": 43,
+                     "busy_ns": round(busy * 1e9)}
+
+
+def test_an_open_busy_period_counts_up_to_its_last_send():
+    clock, sent = _FakeClock(), []
+    tx = _paced(clock, cost=0.0, sent=sent)
+
+    async def go():
+        tx.send(12, ["a", "b", "c"])
+        while len(sent) < 2:
+            await asyncio.sleep(0)
+        tx.task.cancel()  # stopped with one transmission still queued
+
+    start = clock.now
+    asyncio.run(go())
+    stats = tx.stats()
+    assert stats["transmissions"] == 2 and stats["busy_s"] == pytest.approx(sent[1][0] - start)
+    unpaced = _paced(clock, 0.0, [])
+    unpaced.mean_s = unpaced.target_rate = None
+    assert unpaced.stats()["rate"] is None
+    unpaced.log_stats()
+    assert not unpaced.agent.log.events, "an unpaced node logs no transmitter state"
+
+
 def test_data_providers_are_a_seeded_fraction_that_every_node_agrees_on():
     names = [f"c{i}" for i in range(1, 156)]
     chosen = providers(names, 0.1, 7)
@@ -249,6 +356,28 @@ def test_data_providers_are_a_seeded_fraction_that_every_node_agrees_on():
     net = _Net(_scenario("ring", "data-providers"), seed=7)
     flagged = sorted(n for n, a in net.agents.items() if getattr(a.role, "provider", False))
     assert flagged == sorted(providers([n for n in net.agents if n.startswith("c")], 0.1, 7))
+
+
+def test_senders_sets_exactly_how_many_components_send_and_excludes_providers(tmp_path):
+    names = [f"c{i}" for i in range(1, 156)]
+    chosen = providers(names, 0.1, 7, senders=15)
+    assert len(chosen) == 15 and chosen == providers(names, 0.5, 7, senders=15) != providers(names, 0.1, 8, 15)
+    base = open(SCENARIOS["ring"]).read().replace("topology: ../", f"topology: {ROOT}/")
+    assert "providers: 0.1, " in base
+    path = tmp_path / "s.yaml"
+    path.write_text(base.replace("providers: 0.1, ", "senders: 4, "))
+    net = _Net(load_scenario(str(path)), seed=7)
+    flagged = sorted(n for n, a in net.agents.items() if getattr(a.role, "provider", False))
+    assert flagged == sorted(providers([n for n in net.agents if n.startswith("c")], 0.1, 7, 4)) and len(flagged) == 4
+    path.write_text(base.replace("providers: 0.1, ", "senders: 99, "))
+    with pytest.raises(ValidationError) as err:
+        load_scenario(str(path))
+    assert "senders" in str(err.value) and "99 senders but only 15 components" in str(err.value)
+    path.write_text(base + "  nodes:\n    c2: {params: {senders: 3}}\n")  # with the kind's providers: 0.1
+    with pytest.raises(ValidationError) as err:
+        load_scenario(str(path))
+    assert "senders and providers are both given" in str(err.value) and "c2" in str(err.value)
+    assert "s.yaml:20: workload.nodes.c2.params.senders:" in str(err.value), "it points at the line that set senders"
 
 
 def test_structure_mistakes_are_usage_errors_naming_the_node_and_field(tmp_path):

@@ -25,8 +25,9 @@ import asyncio
 import heapq
 import json
 import random
+import time
 from collections import deque
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..roles import MAX_SECONDS, is_number
 
@@ -64,15 +65,40 @@ class Transmitter:
     address at a time (rules dFwd/eFwd), each taking an exponential time at rate λt per time
     unit, in FIFO order; so a cluster server that forwards to 155 components is busy ~155/λt time
     units per message, and a tree server ~(children)/λt. The emulated links add no delay of their
-    own (no netem here), so this is where λt lives."""
+    own (no netem here), so this is where λt lives.
+
+    Pacing is against deadlines, so that the achieved rate is λt and not less: a transmission
+    that starts service on an idle transmitter is due at now + Exp; while the queue stays
+    non-empty (a busy period) the next one is due at the previous deadline + Exp, whatever the
+    send itself cost or however late the event loop woke. The transmitter sleeps until the
+    deadline, not at all if it has passed (it only yields to the loop then).
+
+    `stats()` counts the transmissions made and the busy time: the sum of the busy periods, each
+    from the start of service of its first transmission to the send of its last one before the
+    queue emptied."""
 
     def __init__(self, agent, params: Dict[str, Any]) -> None:
         self.agent = agent
         rate = params.get("transmission_rate")
-        self.mean_s = (float(params.get("time_unit_ms", 1000)) / 1000 / float(rate)) if rate else None
+        self.target_rate = float(rate) if rate else None
+        self.unit_s = float(params.get("time_unit_ms", 1000)) / 1000
+        self.mean_s = self.unit_s / self.target_rate if rate else None
         self.rng = random.Random(agent.config.seed ^ 0x5A5A)
         self.queue: Deque[Dict[str, Any]] = deque()
         self.task: Optional[asyncio.Task] = None
+        # seams for a test's fake clock; the loop's own clock is monotonic as well
+        self.clock: Callable[[], float] = time.monotonic
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+        self.transmissions = 0
+        self._queued = 0  # transmissions in the queue (not counting `then` actions)
+        self._deadline: Optional[float] = None  # of the transmission in service; None when idle
+        self._busy_since = 0.0  # start of the current busy period
+        self._last_send = 0.0  # the send of the current busy period's latest transmission
+        self._busy_closed = 0.0  # the busy periods that ended
+
+    @property
+    def paced(self) -> bool:
+        return self.mean_s is not None
 
     def send(self, mtype: int, to: List[str], **kwargs: Any) -> None:
         """agent.send(mtype, to=..., **kwargs), one target at a time when paced."""
@@ -81,6 +107,7 @@ class Transmitter:
             return
         for target in to:
             self.queue.append(dict(kwargs, mtype=mtype, to=[target]))
+        self._queued += len(to)
         self._kick()
 
     def then(self, action) -> None:
@@ -90,6 +117,25 @@ class Transmitter:
             return
         self.queue.append({"then": action})
         self._kick()
+
+    def stats(self) -> Dict[str, Any]:
+        """{transmissions, busy_s, rate (transmissions per time unit of busy time, None before
+        any), target_rate (λt, None unpaced)}; a busy period still open counts up to its last send."""
+        busy = self._busy_closed + (self._last_send - self._busy_since if self._deadline is not None else 0.0)
+        return {"transmissions": self.transmissions, "busy_s": busy,
+                "rate": self.transmissions / (busy / self.unit_s) if busy > 0 else None,
+                "target_rate": self.target_rate}
+
+    def log_stats(self) -> None:
+        """The `abc transmitter` state event (a paced node logs it once, at its stop). Integers
+        only: a fraction in a log sends its whole file down the analysis's slow reader
+        (spark_analysis/logreader.py), so the rates are left to the analysis, which has λt and
+        the time unit from the manifest."""
+        if not self.paced:
+            return
+        stats = self.stats()
+        self.agent.log.write("state", state="abc transmitter", transmissions=stats["transmissions"],
+                             busy_ns=int(round(stats["busy_s"] * 1e9)))
 
     def _kick(self) -> None:
         if self.task is None or self.task.done():
@@ -101,8 +147,31 @@ class Transmitter:
             if "then" in item:
                 item["then"]()
                 continue
-            await asyncio.sleep(self.rng.expovariate(1.0) * self.mean_s)
+            self._queued -= 1
+            service = self.rng.expovariate(1.0) * self.mean_s
+            if self._deadline is None:  # starts service on an idle transmitter: a busy period opens
+                self._busy_since = self.clock()
+                self._last_send = self._busy_since
+                self._deadline = self._busy_since + service
+            else:
+                self._deadline += service
+            delay = self._deadline - self.clock()
+            await self.sleep(max(delay, 0.0))  # sleep(0) when late: no wait, but the loop gets a turn
+            self._last_send = self.clock()
+            self.transmissions += 1
             self.agent.send(item.pop("mtype"), **item)
+            if not self._queued:  # the queue emptied: the busy period ends at this send
+                self._busy_closed += self._last_send - self._busy_since
+                self._deadline = None
+
+
+#: the fields of the `abc transmitter` state event, for every role with a Transmitter
+TRANSMITTER_FIELDS = {
+    "transmissions": ("integer", "transmissions the node made, paced at λt (state abc transmitter)"),
+    "busy_ns": ("integer", "the node's busy time: the sum of its busy periods, each from the start of service of "
+                           "a transmission on an idle transmitter to the send of the last one before its queue "
+                           "emptied (state abc transmitter)"),
+}
 
 
 class StructureError(Exception):

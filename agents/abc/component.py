@@ -14,8 +14,9 @@ the cluster's shared queue (agents/abc/cluster.py), the first `abc-cluster-serve
 names another (give servers the same `queue`).
 
 Workload (the paper's section 4): `workload: data-providers` (default), where a fraction
-`providers` (default 0.1) of the components send, chosen with the scenario's seed so every node
-agrees; `communication-intensive`, where every component sends; `none`, where it only receives.
+`providers` (default 0.1) of the components send, or exactly `senders` of them (the authors'
+simulator has 15 of 155 where round(0.1 × 155) is 16; give one or the other, not both), chosen
+with the scenario's seed so every node agrees; `communication-intensive`, where every component sends; `none`, where it only receives.
 A sender draws exponential inter-send times at rate `rate` (λs, default 1) per time unit, and a
 time unit lasts `time_unit_ms` milliseconds (default 1000), which maps the paper's time units to
 wall-clock time. A component has one send in flight (the flag `on`) and is blocked meanwhile, so
@@ -45,9 +46,10 @@ from ..roles import MAX_BODY_BYTES, MAX_COUNT, MAX_SECONDS, is_number, number_at
 from ..runtime import Role, now_ns
 from ..wire import Header, MessageType
 from . import correlation
-from .common import COMPONENT, RATE_PARAMS, positive, Structure, StructureError, Transmitter, WaitingQueue, decode, encode
+from .common import (COMPONENT, RATE_PARAMS, TRANSMITTER_FIELDS, positive, Structure, StructureError, Transmitter,
+                     WaitingQueue, decode, encode)
 from .common import PROMISES  # noqa: F401 (the registry reads it)
-from .common import structure_problem as check_structure  # noqa: F401 (the registry reads it)
+from .common import structure_problem
 
 WORKLOADS = ("data-providers", "communication-intensive", "none")
 
@@ -71,12 +73,15 @@ EVENT_FIELDS = {
               "provider": ("boolean", "whether it sends (data-providers workload)"),
               "workload": ("string", "data-providers, communication-intensive or none"),
               "count": ("integer", "messages queued but never sent when the workload ended "
-                                   "(state abc sends not started)")},
+                                   "(state abc sends not started)"),
+              **TRANSMITTER_FIELDS},
 }
 
 PARAMS = {
     "workload": (lambda v: v in WORKLOADS, ", ".join(WORKLOADS)),
     "providers": (lambda v: is_number(v) and 0 < v <= 1, "the fraction of components that send, a number in (0, 1]"),
+    "senders": (whole_at_least(1, MAX_COUNT), "how many components send (data-providers), a whole number from 1 "
+                                              "to the number of components"),
     "rate": (positive, "sends per time unit (λs), a finite number above 0"),
     **RATE_PARAMS,
     "count": (whole_at_least(1, MAX_COUNT), f"a whole number from 1 to {MAX_COUNT}"),
@@ -92,10 +97,29 @@ PARAMS = {
 }
 
 
-def providers(components: List[str], fraction: float, seed: int) -> List[str]:
-    """The data providers: round(fraction × n) components (at least one), drawn with the run's seed."""
-    k = max(1, min(len(components), int(round(fraction * len(components)))))
+def providers(components: List[str], fraction: float, seed: int, senders: Optional[int] = None) -> List[str]:
+    """The data providers: `senders` components when given, else round(fraction × n) (at least
+    one), drawn with the run's seed."""
+    k = senders if senders is not None else int(round(fraction * len(components)))
+    k = max(1, min(len(components), k))
     return sorted(random.Random(seed).sample(list(components), k), key=components.index)
+
+
+def check_structure(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[Tuple[str, str, str]]:
+    """The component's place in the infrastructure (agents/abc/common.py), then what one
+    parameter's check cannot see: `senders` with `providers`, and more senders than components."""
+    problem = structure_problem(nodes, name)
+    if problem:
+        return problem
+    params = nodes[name].get("params") or {}
+    if "senders" in params:
+        if "providers" in params:
+            return ("senders", "senders and providers are both given: senders says how many components send, "
+                               "providers which fraction", "one of them")
+        n = len(Structure(nodes).components)
+        if params["senders"] > n:
+            return "senders", f"{params['senders']} senders but only {n} components", f"a whole number from 1 to {n}"
+    return None
 
 
 class Component(Role):
@@ -132,12 +156,15 @@ class Component(Role):
             self.provider = True
         elif workload == "data-providers":
             chosen = providers(self.structure.components, float(params.get("providers", 0.1)),
-                               agent.config.run_seed)
+                               agent.config.run_seed, params.get("senders"))
             self.provider = agent.name in chosen
         else:
             self.provider = False
         agent.log.write("state", state="abc component", server=self.server, provider=self.provider,
                         workload=workload)
+
+    def stop(self) -> None:
+        self.tx.log_stats()
 
     # -- sending: Out, Req, RcvR, Snd ----------------------------------------------------------
 

@@ -18,7 +18,9 @@ reach it with messages, because the testbed's nodes share no memory:
   names another. A server that gets a request from one of its components asks the counter host
   for the counter's value with a request that carries the route back (the copy-and-increment
   under the lock of section 3.3) and relays the reply to the component; the counter host answers
-  its own components directly.
+  its own components directly. A ring server's multicast set D is the next server first, then
+  its own components, in the order the authors' simulator forwards (Table 6 leaves it open):
+  paced, a message moves on round the ring after one transmission instead of after all of them.
 - tree: no shared state: the root is the only sequencer (Table 8).
 
 With `transmission_rate` (λt per time unit of `time_unit_ms`), a server transmits as the paper's
@@ -26,7 +28,9 @@ model does, one message to one address at a time, each transmission taking an ex
 (agents/abc/common.py, Transmitter); the messages that stand in for shared memory (a hand-over
 from the cluster's queue, a server asking the ring's counter host and its answer, ABC_TAKE) are
 not transmissions of the model and leave at once. A cluster server takes again only when its
-transmissions have left.
+transmissions have left. A paced server (and a paced component) logs at its stop a state event
+`abc transmitter` with its transmissions and busy time, from which the analysis gives the rate
+it achieved.
 
 Data messages wait in a server's priority queue W and are forwarded in id order (nid), each to
 the server's multicast set minus the node it came from, as the dFwd/eFwd rules do one address at
@@ -42,8 +46,8 @@ from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from ..runtime import Role
 from ..wire import Ext, Flags, Header, MessageType
-from .common import (CLUSTER_SERVER, COMPONENTS, RATE_PARAMS, RING_SERVER, SERVERS, TREE_SERVER, Structure,
-                     StructureError, Transmitter, WaitingQueue, decode, encode)
+from .common import (CLUSTER_SERVER, COMPONENTS, RATE_PARAMS, RING_SERVER, SERVERS, TRANSMITTER_FIELDS, TREE_SERVER,
+                     Structure, StructureError, Transmitter, WaitingQueue, decode, encode)
 
 _STRUCTURE = {"infrastructure": (lambda v: v in ("cluster", "ring", "tree"), "cluster, ring or tree"),
               **RATE_PARAMS}
@@ -60,6 +64,9 @@ class Server(Role):
         self.infra = agent.id.to_bytes(4, "big")
         self.tx = Transmitter(agent, params)
         self.ctr = 0  # used where this server hosts a counter: the cluster's, the ring's, the tree's root
+
+    def stop(self) -> None:
+        self.tx.log_stats()
 
     def fresh_id(self) -> int:
         """The counter's value, then ctr + 1 (rule Rmsg / Reply)."""
@@ -194,6 +201,9 @@ class ClusterServer(Server):
 # -- ring -------------------------------------------------------------------------------------
 
 class RingServer(Server):
+    """A ring server (Tables 5-6): D is [next server] + its own components, the next server first
+    as in the authors' simulator (the paper's rules leave the order of the multicast set open)."""
+
     def __init__(self, agent, params: Dict[str, Any]) -> None:
         super().__init__(agent, params)
         self.counter_host = self.structure.ring_counter(params.get("counter"))
@@ -204,7 +214,10 @@ class RingServer(Server):
             raise StructureError(f"next {nxt!r} is not an {RING_SERVER}")
         self.next = nxt
         self.own = [c for c in self.structure.children(agent.name) if self.structure.role(c) in COMPONENTS]
-        self.D = self.own + ([nxt] if nxt != agent.name else [])
+        # the next server first, then the own components: Table 6 leaves the order of D open,
+        # and the authors' simulator forwards round the ring before handing out locally, so a
+        # message's hop to the next server waits for one transmission, not for y + 1
+        self.D = ([nxt] if nxt != agent.name else []) + self.own
         agent.log.write("state", state="abc server", infrastructure="ring", next=nxt, counter=self.counter_host,
                         components=self.own)
 
@@ -270,7 +283,8 @@ EVENT_FIELDS = {
               "counter": ("string", "the ring server that hosts the shared counter"),
               "parent": (["string", "null"], "the parent tree server (null at the root)"),
               "root": ("boolean", "the tree's root, its sequencer"),
-              "children": ("array", "the tree server's children")},
+              "children": ("array", "the tree server's children"),
+              **TRANSMITTER_FIELDS},
 }
 
 CLUSTER_PARAMS = {**_STRUCTURE, "queue": (lambda v: isinstance(v, str), "the cluster server hosting the shared queue")}
