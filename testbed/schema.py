@@ -1,7 +1,7 @@
 """JSON Schemas: of the input files, for editors (completion and checking as you type), and of
 the contracts the testbed writes (`testbed schema KIND`).
 
-- topology, scenario: the loaders (`topology.py`, `scenario.py`) are the authority and give the
+- topology, scenario, experiment: the loaders (`topology.py`, `scenario.py`, `experiment/spec.py`) are the authority and give the
   precise messages; these schemas describe the same fields so that an editor with a YAML
   language server catches most mistakes before the testbed runs. The scenario's timeline entries
   come from the action registry (testbed/actions). Tests check every shipped file against them.
@@ -225,6 +225,63 @@ def scenario_schema() -> Dict[str, Any]:
     }
 
 
+def experiment_schema() -> Dict[str, Any]:
+    from .experiment import shapes
+    from .experiment.spec import (HOST_KEYS, LABEL_RE, MAX_SEED, MAX_SEEDS, MEASURE_KEYS, PATH_RE,
+                                  REFERENCE_VALUE_KEYS, TOP_KEYS)
+
+    label, path = {"type": "string", "pattern": LABEL_RE.pattern}, {"type": "string", "pattern": PATH_RE.pattern}
+    selector = {"description": "a scenario label, or {scenario: LABEL, PARAM: VALUE, ...}",
+                "oneOf": [label, {"type": "object", "minProperties": 1}]}
+    sets = {"type": "object", "description": "field paths (as --set takes them) and their values",
+            "propertyNames": path}
+    number = {"type": "number"}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "testbed experiment",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["scenarios", "measures"],
+        "properties": {
+            **{key: {} for key in TOP_KEYS},
+            "name": label,
+            "description": {"type": "string"},
+            "scenarios": {"type": "object", "minProperties": 1, "propertyNames": label, "additionalProperties": {
+                "oneOf": [{"type": "string", "description": "a scenario file, relative to the experiment file"},
+                          {"type": "object", "required": ["file"], "additionalProperties": False,
+                           "properties": {"file": {"type": "string"}, "set": sets}}]}},
+            "grid": {"type": "object", "description": "PATH: [VALUES] or NAME: {path: PATH, values: [VALUES]}",
+                     "additionalProperties": {"oneOf": [
+                         {"type": "array", "minItems": 1},
+                         {"type": "object", "required": ["path", "values"], "additionalProperties": False,
+                          "properties": {"path": path, "values": {"type": "array", "minItems": 1}}}]}},
+            "seeds": {"oneOf": [{"type": "integer", "minimum": 1, "maximum": MAX_SEEDS},
+                                {"type": "array", "minItems": 1, "maxItems": MAX_SEEDS, "uniqueItems": True,
+                                 "items": {"type": "integer", "minimum": 0, "maximum": MAX_SEED}}]},
+            "set": sets,
+            "measures": {"type": "object", "minProperties": 1, "propertyNames": label, "additionalProperties": {
+                "oneOf": [dict(path, description="a dotted path into each run's report/results.json"),
+                          {"type": "object", "required": ["path"], "additionalProperties": False,
+                           "propertyNames": {"enum": list(MEASURE_KEYS)},
+                           "properties": {"path": path, "label": {"type": "string"}, "over_time": path}}]}},
+            "references": {"type": "object", "additionalProperties": False, "properties": {
+                "source": {"type": "string"},
+                "values": {"type": "array", "items": {
+                    "type": "object", "required": ["measure", "point", "value"], "additionalProperties": False,
+                    "propertyNames": {"enum": list(REFERENCE_VALUE_KEYS)},
+                    "properties": {"measure": {"type": "string"}, "point": selector,
+                                   "value": {"oneOf": [number, {"type": "array", "items": number,
+                                                                "minItems": 2, "maxItems": 2}]},
+                                   "source": {"type": "string"}, "note": {"type": "string"}}}}}},
+            "expect": {"type": "array", "items": shapes.schema()},
+            "hosts": {"type": "array", "minItems": 1, "items": {"oneOf": [
+                {"type": "string", "description": "local, or USER@HOST[:PORT]"},
+                {"type": "object", "required": ["target"], "additionalProperties": False,
+                 "properties": {k: {"type": "string"} for k in HOST_KEYS}}]}},
+        },
+    }
+
+
 def events_schema() -> Dict[str, Any]:
     from agents.events import schema
 
@@ -237,5 +294,5 @@ def manifest_schema() -> Dict[str, Any]:
     return schema()
 
 
-SCHEMAS = {"topology": topology_schema, "scenario": scenario_schema, "events": events_schema,
-           "manifest": manifest_schema}
+SCHEMAS = {"topology": topology_schema, "scenario": scenario_schema, "experiment": experiment_schema,
+           "events": events_schema, "manifest": manifest_schema}

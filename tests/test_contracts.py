@@ -83,7 +83,7 @@ def test_a_line_of_the_wrong_type_breaks_the_event_contract():
 
 def test_shipped_scenarios_and_topologies_keep_their_schemas():
     scenarios, topologies = validator("scenario"), validator("topology")
-    for folder, check in (("scenarios", scenarios), ("topologies", topologies)):
+    for folder, check in (("scenarios", scenarios), ("topologies", topologies), ("experiments", validator("experiment"))):
         for dirpath, _, names in os.walk(os.path.join(ROOT, folder)):
             for name in names:
                 if name.endswith(".yaml"):

@@ -9,7 +9,7 @@ import json
 def register(sub) -> None:
     from ..schema import SCHEMAS
 
-    p = sub.add_parser("schema", help="print a JSON Schema: topology, scenario, events or manifest")
+    p = sub.add_parser("schema", help="print a JSON Schema: topology, scenario, experiment, events or manifest")
     p.add_argument("kind", choices=sorted(SCHEMAS))
     p.set_defaults(run=run)
 

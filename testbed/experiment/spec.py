@@ -227,10 +227,10 @@ def parse_experiment(doc: Located, seeds: Optional[int] = None, extra_sets: Tupl
     if len(exp.points) * len(seed_list) > MAX_RUNS:
         raise r.fail(("grid",), f"{len(exp.points)} points × {len(seed_list)} seeds is more than {MAX_RUNS:,} runs",
                      f"at most {MAX_RUNS:,} runs")
-    exp.references = _references(r, top.get("references"), exp)
-    exp.shapes = shape_registry.parse_all(r, top.get("expect"), exp)
     if check_points:
         check_points_load(r, exp)
+    exp.references = _references(r, top.get("references"), exp)
+    exp.shapes = shape_registry.parse_all(r, top.get("expect"), exp)
     return exp
 
 
@@ -460,7 +460,7 @@ def _references(r: Reader, value: Any, exp: Experiment) -> List[Reference]:
             if key not in entry:
                 raise r.fail(path, f"missing field '{key}'", "measure, point and value")
         measure = measure_name(r, exp, entry["measure"], path + ("measure",))
-        selector = check_selector(r, exp, entry["point"], path + ("point",), one=True)
+        selector = check_selector(r, exp, entry["point"], path + ("point",))
         v = entry["value"]
         if isinstance(v, list):
             if len(v) != 2:
