@@ -381,3 +381,23 @@ def test_runs_spread_over_a_remote_host_come_back_for_the_analysis(tmp_path, no_
         assert "shape valid    sent within a factor 1.1 of the reference" in stdout
     finally:
         sshd.stop()
+
+
+@pytest.mark.network
+def test_the_reduced_abc_data_provider_experiment_runs_and_judges_its_shapes(tmp_path, no_leftovers):
+    """experiments/abc/dp-reduced.yaml: the paper's DP experiment on small infrastructures."""
+    out = tmp_path / "abc"
+    proc = _testbed(ROOT, "experiment", os.path.join(ROOT, "experiments", "abc", "dp-reduced.yaml"), "--out", str(out))
+    stdout, stderr = proc.communicate(timeout=900)
+    assert proc.returncode == 0, stderr
+    import pandas as pd
+
+    runs = pd.read_csv(out / "runs.csv").set_index("point")
+    assert sorted(runs.index) == ["cluster", "ring", "tree"]
+    # every run measured: a delivery time from wanting to send, a gap, and messages from 2 senders
+    assert (runs["delivery_time"] > 0).all() and (runs["time_gap"] > 0).all() and (runs["messages"] >= 2).all()
+    shapes = json.loads((out / "shapes.json").read_text())
+    assert [s["verdict"] in ("valid", "invalid") for s in shapes] == [True, True], shapes
+    curves = json.loads((out / "over_time.json").read_text())["delivery_time"]
+    assert set(curves) == {"tree", "ring", "cluster"} and all(len(c) > 2 for c in curves.values())
+    assert (out / "plots" / "delivery_time-over-time.png").is_file()

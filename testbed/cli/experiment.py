@@ -103,7 +103,7 @@ def _counts(runner) -> str:
 def show_plan(runner) -> int:
     planned = runner.plan()
     exp = runner.exp
-    print(f"experiment {exp.name}: {len(exp.points)} points × {len(exp.seeds)} seeds = {len(planned)} runs "
+    print(f"experiment {exp.name}: {len(exp.points)} points × {len(exp.seeds)} seed{'s' if len(exp.seeds) > 1 else ''} = {len(planned)} runs "
           f"in {os.path.relpath(runner.out)}/ on {', '.join(h.target for h in exp.hosts)}")
     for p in planned:
         state = "complete" if p.status == "complete" else "to run"

@@ -199,7 +199,7 @@ class Runner:
             todo = [p for p in self.planned if p.status == "pending"]
             done = len(self.planned) - len(todo)
             self._say(f"experiment {self.exp.name}: {len(self.planned)} runs ({len(self.exp.points)} points × "
-                      f"{len(self.exp.seeds)} seeds), {done} already complete, {len(todo)} to run on "
+                      f"{len(self.exp.seeds)} seed{'s' if len(self.exp.seeds) > 1 else ''}), {done} already complete, {len(todo)} to run on "
                       f"{len(self.exp.hosts)} host{'s' if len(self.exp.hosts) > 1 else ''}"
                       + (f", about {_fmt_time(self._remaining(todo))}" if todo else ""))
             queue = list(todo)
