@@ -540,9 +540,11 @@ def test_a_fault_free_run_keeps_total_order_and_exactly_once(abc_runs, name):
     a = r["abc"]
     assert a["messages"] == n and a["delivered_to_all"] == n
     assert a["ids"] == {"count": n, "reused": 0, "first": 0, "last": n - 1, "contiguous": True}
-    assert a["delivery_time_to_all"]["n"] == n and a["delivery_time_to_all"]["mean_ms"] > 0
+    assert a["dissemination_time"]["n"] == n and a["dissemination_time"]["mean_ms"] > 0
     assert a["message_time_gap"]["mean_ms"] > 0 and a["time_unit_ms"] == 250
-    assert a["delivery_time_to_all"]["mean_time_units"] == pytest.approx(a["delivery_time_to_all"]["mean_ms"] / 250)
+    assert a["dissemination_time"]["mean_time_units"] == pytest.approx(a["dissemination_time"]["mean_ms"] / 250)
+    # from wanting to send: the wait for an id comes on top of the dissemination
+    assert a["delivery_time"]["n"] == n and a["delivery_time"]["mean_ms"] > a["dissemination_time"]["mean_ms"]
     assert a["accepted"] == a["messages"] * (a["components"] - 1) and a["discarded"] == 0
     assert a["receivers_disagree"] == 0
     providers_ = {node for node, ev in logs.items() for e in ev if e.get("state") == "abc component" and e["provider"]}
@@ -572,10 +574,14 @@ def _ordered_run(abc_runs, name):
 def test_a_paced_infrastructure_keeps_the_order_and_takes_longer(abc_runs):
     _, _, r = _ordered_run(abc_runs, "tree-paced")
     results = abc_runs[1]
-    paced, free = r["abc"]["delivery_time_to_all"]["mean_ms"], results["tree-ci"]["abc"]["delivery_time_to_all"]["mean_ms"]
+    paced, free = r["abc"]["dissemination_time"]["mean_ms"], results["tree-ci"]["abc"]["dissemination_time"]["mean_ms"]
     # a message crosses at least 3 paced transmissions (component, servers, component) of 1/15 of
     # a 250 ms time unit each, ~17 ms apiece, and usually waits behind others
     assert paced > 3 * 250 / 15 > free, (paced, free)
+    # every paced node logged its transmitter at its stop; the servers all transmitted
+    servers = r["abc"]["transmitters"]["servers"]
+    assert servers["target_rate"] == 15 and servers["transmitting"] == servers["nodes"] > 0
+    assert servers["median_rate"] > 0 and "transmitters" not in results["tree-ci"]["abc"], "unpaced: no events"
 
 
 @pytest.mark.spark
@@ -662,3 +668,151 @@ def test_the_colouring_check_names_conflicting_edges_and_uncoloured_vertices():
     assert res["verdict"] == "invalid" and res["conflicts"] == 1 and res["uncoloured"] == ["c"]
     assert res["counterexamples"] == [{"edge": ["a", "b"], "colour": 0}]
     assert colouring({"topology": {"nodes": {}}}, good) is None
+
+
+# -- the AbC measures, on a small run computed by hand ------------------------------------------
+
+T0 = 1_700_000_000_000_000_000
+S = 1_000_000_000  # ns per second; one time unit is 100 ms here
+
+
+def _paper_run(unit_ms=(100, 100, 100)):
+    """Three components, four messages, a horizon at 10 s (100 time units):
+    m1 c1→{c2,c3} wanted 0.5 s, sent 1.0, handled 1.2 and 1.5: delivery 1.0 s, dissemination 0.5 s;
+    m2 c2→{c1,c3} wanted 2.0, sent 3.0, handled 3.1 and 4.0: delivery 2.0 s, dissemination 1.0 s;
+    m3 c1→{c2,c3} wanted 8.0, sent 9.0, handled 9.5 and 12.0 (after the horizon): 4.0 s and 3.0 s;
+    m4 c3→{c1,c2} wanted 4.5, sent 5.0, handled by c1 at 5.5 only: not complete."""
+    import pandas as pd
+
+    def at(seconds):
+        return T0 + int(round(seconds * S))
+
+    sends = pd.DataFrame({
+        "origin": ["c1", "c2", "c1", "c3"], "seq": [1, 1, 2, 1], "type": ["ABC_DATA"] * 4,
+        "t": [at(1.0), at(3.0), at(9.0), at(5.0)],
+        "intended": [["c2", "c3"], ["c1", "c3"], ["c2", "c3"], ["c1", "c2"]],
+        "order": pd.array([0, 1, 3, 2], "Int64"), "receivers": [None] * 4,
+        "wanted_ns": pd.array([at(0.5), at(2.0), at(8.0), at(4.5)], "Int64")})
+    rows = [("c2", "c1", 1, 1.2), ("c3", "c1", 1, 1.5), ("c1", "c2", 1, 3.1), ("c3", "c2", 1, 4.0),
+            ("c1", "c3", 1, 5.5), ("c2", "c1", 2, 9.5), ("c3", "c1", 2, 12.0)]
+    deliveries = pd.DataFrame({"node": [r[0] for r in rows], "origin": [r[1] for r in rows],
+                               "seq": pd.array([r[2] for r in rows], "Int64"), "type": ["ABC_DATA"] * len(rows),
+                               "t": [at(r[3]) for r in rows], "accepted": [True] * len(rows)})
+    paced = {"transmission_rate": 15}
+    nodes = {f"c{i + 1}": {"role": "abc-component", "params": {"time_unit_ms": u, **paced}}
+             for i, u in enumerate(unit_ms)}
+    nodes.update({f"s{i}": {"role": "abc-tree-server", "params": {"time_unit_ms": 100, **paced}} for i in (1, 2, 3)})
+    manifest = {"t0_ns": T0, "started_ns": T0 - 3 * S, "scenario": {"duration_s": 10.0}, "topology": {"nodes": nodes}}
+    # s3 restarted once: its two stops add up; c2 never transmitted; c3 logged nothing
+    states = pd.DataFrame({"node": ["s1", "s2", "s3", "s3", "c1", "c2"], "state": ["abc transmitter"] * 6,
+                           "t": [at(40)] * 6, "transmissions": pd.array([300, 150, 50, 50, 30, 0], "Int64"),
+                           "busy_ns": pd.array([int(2.5 * S), S, S // 2, S // 2, 2 * S, 0], "Int64")})
+    return sends, deliveries, manifest, states
+
+
+def test_delivery_time_runs_from_wanting_to_send_and_dissemination_time_from_the_data_send():
+    from spark_analysis.protocols.abc import measures
+
+    sends, deliveries, manifest, states = _paper_run()
+    a = measures(sends, deliveries, manifest, states)
+    assert a["delivered_to_all"] == 3 and a["messages"] == 4 and a["time_unit_ms"] == 100
+    dt, dis = a["delivery_time"], a["dissemination_time"]
+    assert dt["n"] == 3 and dt["mean_ms"] == pytest.approx(7000 / 3) and dt["max_ms"] == pytest.approx(4000)
+    assert dt["mean_time_units"] == pytest.approx(70 / 3)
+    assert dis["n"] == 3 and dis["mean_ms"] == pytest.approx(1500) and dis["mean_time_units"] == pytest.approx(15)
+    assert a["id_wait"]["mean_ms"] == pytest.approx(750)
+    # at the horizon (10 s = 100 time units) m3 has not reached c3 yet: m1 and m2 only
+    assert a["horizon_s"] == 10.0 and a["horizon_time_units"] == pytest.approx(100) and a["t_unit"] == "time unit"
+    assert dt["at_horizon"] == {"n": 2, "mean_ms": pytest.approx(1500), "mean_time_units": pytest.approx(15)}
+    assert dis["at_horizon"] == {"n": 2, "mean_ms": pytest.approx(750), "mean_time_units": pytest.approx(7.5)}
+    # the gap: c1 3.1→5.5 (2.4 s), c2 1.2→9.5 (8.3 s), c3 1.5→4.0→12.0 (2.5 and 8.0 s, mean 5.25)
+    gap = a["message_time_gap"]
+    assert gap["mean_ms"] == pytest.approx((2400 + 8300 + 5250) / 3) and gap["components"] == 3
+    assert gap["at_horizon"] == {"n": 3, "mean_ms": pytest.approx((2400 + 8300 + 2500) / 3),
+                                 "mean_time_units": pytest.approx((24 + 83 + 25) / 3)}
+
+
+def test_over_time_is_the_cumulative_mean_of_what_completed_by_each_point():
+    from spark_analysis.protocols.abc import measures
+
+    a = measures(*_paper_run())
+    # up to the last handling at 12 s = 120 time units: 60 points, every 2 time units
+    dt = dict((t, m) for t, m in a["delivery_time"]["over_time"])
+    assert min(dt) == 16.0 and max(dt) == 120.0 and len(dt) == 53, "from the first completion (m1 at 15)"
+    assert dt[16.0] == pytest.approx(10) and dt[38.0] == pytest.approx(10)
+    assert dt[40.0] == pytest.approx(15) and dt[118.0] == pytest.approx(15), "m2 completes at 40"
+    assert dt[120.0] == pytest.approx(70 / 3), "m3 completes at 120"
+    dis = dict((t, m) for t, m in a["dissemination_time"]["over_time"])
+    assert dis[40.0] == pytest.approx(7.5) and dis[120.0] == pytest.approx(15)
+    gap = dict((t, m) for t, m in a["message_time_gap"]["over_time"])
+    assert min(gap) == 40.0 and gap[40.0] == pytest.approx(25), "c3's first interval ends at 4.0 s"
+    assert gap[56.0] == pytest.approx((24 + 25) / 2), "c1's ends at 5.5 s"
+    assert gap[96.0] == pytest.approx((24 + 83 + 25) / 3) and gap[120.0] == pytest.approx((24 + 83 + 52.5) / 3)
+
+
+def test_without_one_time_unit_over_time_is_in_seconds():
+    from spark_analysis.protocols.abc import measures
+
+    a = measures(*_paper_run(unit_ms=(100, 200, 100)))
+    assert a["time_unit_ms"] is None and a["t_unit"] == "s" and a["horizon_time_units"] is None
+    dt = dict((t, m) for t, m in a["delivery_time"]["over_time"])
+    assert min(dt) == 1.6 and dt[1.6] == pytest.approx(1.0) and dt[12.0] == pytest.approx(7 / 3)
+    assert a["delivery_time"]["at_horizon"] == {"n": 2, "mean_ms": pytest.approx(1500)}
+
+
+def test_transmitters_report_each_paced_nodes_achieved_rate_and_each_groups_spread():
+    from spark_analysis.protocols.abc import measures
+
+    tx = measures(*_paper_run())["transmitters"]
+    # rates per time unit (100 ms) of busy time: s1 300 in 25, s2 150 in 10, s3 100 in 10, c1 30 in 20
+    assert tx["nodes"]["s1"] == {"transmissions": 300, "busy_s": 2.5, "rate": pytest.approx(12)}
+    assert tx["nodes"]["s3"]["transmissions"] == 100 and tx["nodes"]["s3"]["rate"] == pytest.approx(10)
+    assert tx["nodes"]["c2"] == {"transmissions": 0, "busy_s": 0.0, "rate": None} and "c3" not in tx["nodes"]
+    assert tx["servers"] == {"nodes": 3, "transmitting": 3, "transmissions": 550, "min_rate": pytest.approx(10),
+                             "median_rate": pytest.approx(12), "max_rate": pytest.approx(15), "target_rate": 15.0}
+    assert tx["components"]["transmitting"] == 1 and tx["components"]["median_rate"] == pytest.approx(1.5)
+
+
+def test_the_report_section_shows_both_times_and_the_transmitters():
+    from spark_analysis.protocols.abc import html, measures
+
+    page = html(measures(*_paper_run()))
+    assert "delivery time: wanting to send" in page and "dissemination time: data send" in page
+    assert "horizon (end of the workload) at 100 time units" in page and "target rate" in page
+
+
+@pytest.mark.spark
+def test_the_analysis_job_reads_the_abc_measures_and_transmitter_states_from_logs(spark, tmp_path):
+    """The same run as logs in a run directory (no captures): the job hands the plugin the data
+    sends with wanted_ns, the deliveries and the `abc transmitter` state events with their columns."""
+    from spark_analysis.job import analyze
+
+    sends, deliveries, manifest, states = _paper_run()
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    names = sorted(manifest["topology"]["nodes"])
+    manifest.update({"manifest_version": 1, "run_id": "run", "status": "completed",
+                     "node_ids": {n: i + 1 for i, n in enumerate(names)},
+                     "addresses": {n: {"eth0": f"10.0.0.{i + 1}/24"} for i, n in enumerate(names)}})
+    manifest["scenario"]["name"] = "abc-by-hand"
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    logs: Dict[str, List[dict]] = {n: [] for n in names}
+    for s in sends.itertuples():
+        logs[s.origin].append({"t": int(s.t), "node": s.origin, "event": "send", "type": "ABC_DATA", "origin": s.origin,
+                               "seq": int(s.seq), "to": ["s1"], "bytes": 10, "frags": 1, "reliable": True,
+                               "message_id": int(s.order), "hops": 0, "eligible": list(s.intended),
+                               "order": int(s.order), "wanted_ns": int(s.wanted_ns)})
+    for d in deliveries.itertuples():
+        logs[d.node].append({"t": int(d.t), "node": d.node, "event": "deliver", "type": "ABC_DATA", "origin": d.origin,
+                             "seq": int(d.seq), "message_id": 0, "sender": "s1", "accepted": True})
+    for st in states.itertuples():
+        logs[st.node].append({"t": int(st.t), "node": st.node, "event": "state", "state": "abc transmitter",
+                              "transmissions": int(st.transmissions), "busy_ns": int(st.busy_ns)})
+    for n, events in logs.items():
+        (run / "logs" / f"{n}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in sorted(events, key=lambda e: e["t"])))
+    (r,) = analyze([str(run)], spark=spark, progress=False).values()
+    a = r["abc"]
+    assert a["delivery_time"]["mean_ms"] == pytest.approx(7000 / 3) and a["dissemination_time"]["n"] == 3
+    assert a["delivery_time"]["at_horizon"]["n"] == 2
+    assert a["transmitters"]["servers"]["median_rate"] == pytest.approx(12)
+    assert r["input"]["undeclared_log_fields"] == [] and r["input"]["unreadable_log_lines"] == 0

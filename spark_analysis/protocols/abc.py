@@ -3,11 +3,28 @@ run whose components send ABC_DATA messages (agents/abc/), and its report sectio
 
 From the logs (what the components handled in id order, not first copies on the wire):
 
-- `delivery_time_to_all`: per message delivered to every component it was meant for (its send
-  event's `eligible`), the last component's delivery minus the data send; the paper's average
-  delivery time is its mean (section 4: "the time needed for a message to reach all components").
+- `delivery_time`: the paper's average delivery time (section 4, Figures 1, 3, 5, 6: "the time
+  needed for a message to reach all components"), read as the authors' simulator reads it: per
+  message handled by every component it was meant for (its send event's `eligible`), the last
+  component's handling (its `deliver` event) minus the moment the sender decided to send
+  (`wanted_ns` of the data send event, when it asks for an id). It includes the wait for an id.
+- `dissemination_time`: the same last handling minus the data send itself: the infrastructure's
+  part alone, without the wait for an id.
 - `message_time_gap`: at each component the mean interval between two consecutive deliveries,
   then the mean over components (the paper's average message time gap, a measure of throughput).
+- `over_time` (of each of the three): the paper's figures plot a cumulative mean against time, so
+  each measure carries [t, cumulative mean] points, t since the run's t0 (the manifest's t0_ns,
+  else started_ns) at a regular step of 1, 2 or 5 × 10^k (at most 100 points, up to the last
+  delivery or the horizon, whichever is later; points before anything completed are left out).
+  The cumulative mean at t is over the messages completed (last handling) by t; for the gap,
+  over the intervals whose second delivery is by t, per component and then over components.
+  Both t and the mean are in the paper's time units when the components declare one
+  `time_unit_ms`, else in seconds: the section's `t_unit` ("time unit" or "s") says which.
+- `at_horizon` (of each of the three): the cumulative mean at the horizon, the end of the
+  workload (t0 + the scenario's duration_s), where the paper reads its values (t ≈ 2000): `n`
+  and the mean in ms and time units. A message completed after the horizon (in the quiet
+  period) counts in the overall stats, not here. The section has `horizon_s` and
+  `horizon_time_units`.
 - `id_wait`: from the moment the workload wanted to send (`wanted_ns`) to the data send: the
   request and reply round trip plus the wait for every smaller id (rule Snd).
 - `ids`: the ids the infrastructure gave (`order` of the data sends): unique and contiguous from
@@ -15,6 +32,11 @@ From the logs (what the components handled in id order, not first copies on the 
 - `accepted` / `discarded`: deliveries whose component satisfied the sender's predicate, and
   those it discarded; `receivers_disagree` counts messages whose accepting components differ from
   the `receivers` the sender computed from the topology's attributes.
+- `transmitters`: from the `abc transmitter` state events of paced nodes (agents/abc/common.py,
+  Transmitter): per node its transmissions, busy time and achieved rate (transmissions per time
+  unit of busy time, the node's own `time_unit_ms`), and per group (`servers`, `components`) the
+  nodes that transmitted, their min / median / max achieved rate and the target λt
+  (`transmission_rate`, when the group shares one).
 
 Times are in ms and, when the components declare `time_unit_ms`, in the paper's time units too.
 
@@ -28,7 +50,7 @@ vertex; the colours used and the rounds (the last round in which a vertex took i
 from __future__ import annotations
 
 import json
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -41,17 +63,24 @@ from ..metrics import stats_ms
 NAME = "abc"
 ROLES = ("abc-component", "abc-vertex", "abc-cluster-server", "abc-ring-server", "abc-tree-server")
 TYPES = (int(MessageType.ABC_DATA),)
-STATES = ("coloured",)
+TRANSMITTER = "abc transmitter"
+STATES = ("coloured", TRANSMITTER)
 COMPARED = [
-    ("AbC delivery time to all, mean (ms)", ("abc", "delivery_time_to_all", "mean_ms")),
+    ("AbC delivery time, mean (ms)", ("abc", "delivery_time", "mean_ms")),
+    ("AbC dissemination time, mean (ms)", ("abc", "dissemination_time", "mean_ms")),
     ("AbC message time gap, mean (ms)", ("abc", "message_time_gap", "mean_ms")),
 ]
 DATA = "ABC_DATA"
+SERVER_ROLES = ("abc-cluster-server", "abc-ring-server", "abc-tree-server")
+COMPONENT_ROLES = ("abc-component", "abc-vertex")
+#: at most this many points in a measure's over_time
+POINTS = 100
 
 
 def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, states: pd.DataFrame) -> Dict[str, object]:
     """The section of results.json (see abc_measures); {} for a run without AbC data."""
-    return abc_measures(sends, deliveries, manifest, states[states["state"] == "coloured"])
+    return abc_measures(sends, deliveries, manifest, states[states["state"] == "coloured"],
+                        states[states["state"] == TRANSMITTER])
 
 
 def _names(value) -> tuple:
@@ -106,44 +135,195 @@ def colouring(manifest: dict, coloured: Optional[pd.DataFrame]) -> Optional[Dict
     }
 
 
+def _nice_step(span: float) -> float:
+    """The least of 1, 2, 5 × 10^k that covers `span` in at most POINTS steps."""
+    if span <= 0:
+        return 1.0
+    raw = span / POINTS
+    power = 10.0 ** np.floor(np.log10(raw))
+    for m in (1, 2, 5, 10):
+        if m * power >= raw * (1 - 1e-12):
+            return float(m * power)
+    return float(10 * power)
+
+
+def _cumulative_mean(done_ns: np.ndarray, values_ns: np.ndarray, at_ns: np.ndarray) -> np.ndarray:
+    """At each of at_ns, the mean (ns) of the values whose done time is at or before it; NaN where none."""
+    order = np.argsort(done_ns, kind="stable")
+    done, total = done_ns[order], np.cumsum(values_ns[order].astype(np.int64))
+    k = np.searchsorted(done, at_ns, side="right")
+    out = np.full(len(at_ns), np.nan)
+    some = k > 0
+    out[some] = total[k[some] - 1] / k[some]
+    return out
+
+
+def _cumulative_gap(per_node: List[np.ndarray], at_ns: np.ndarray) -> np.ndarray:
+    """At each of at_ns, the message time gap over the intervals whose second delivery is by then:
+    per component the mean interval, (last - first) / (deliveries - 1) of its deliveries so far,
+    then the mean over the components with at least one interval; NaN where none has."""
+    sums, counts = np.zeros(len(at_ns)), np.zeros(len(at_ns))
+    for t in per_node:
+        k = np.searchsorted(t, at_ns, side="right")
+        two = k >= 2
+        sums[two] += (t[k[two] - 1] - t[0]) / (k[two] - 1)
+        counts[two] += 1
+    out = np.full(len(at_ns), np.nan)
+    out[counts > 0] = sums[counts > 0] / counts[counts > 0]
+    return out
+
+
+class _Clock:
+    """The run's time axis: t0, the horizon (end of the workload) and the unit t is told in."""
+
+    def __init__(self, manifest: dict, unit_ms: Optional[float]) -> None:
+        self.t0 = int(manifest.get("t0_ns") or manifest.get("started_ns") or 0)
+        duration = (manifest.get("scenario") or {}).get("duration_s")
+        self.horizon = self.t0 + int(round(float(duration) * 1e9)) if duration is not None else None
+        self.unit_ms = unit_ms
+        self.unit_ns = unit_ms * 1e6 if unit_ms else 1e9
+        self.t_unit = "time unit" if unit_ms else "s"
+
+    def samples(self, last_ns: int) -> np.ndarray:
+        """Sample times (ns) at a regular step from t0 to the later of last_ns and the horizon."""
+        end = max(last_ns, self.horizon or last_ns) - self.t0
+        step = _nice_step(end / self.unit_ns)
+        n = max(1, int(np.ceil(end / self.unit_ns / step - 1e-9)))
+        return self.t0 + np.round(np.arange(1, n + 1) * step * self.unit_ns).astype(np.int64)
+
+    def over_time(self, at_ns: np.ndarray, means_ns: np.ndarray) -> List[List[float]]:
+        ok = ~np.isnan(means_ns)
+        return [[round(float((t - self.t0) / self.unit_ns), 9), float(m / self.unit_ns)]
+                for t, m in zip(at_ns[ok], means_ns[ok])]
+
+    def at_horizon(self, mean_ns: float, n: int) -> Dict[str, object]:
+        mean_ms = None if np.isnan(mean_ns) else float(mean_ns) / 1e6
+        out: Dict[str, object] = {"n": int(n), "mean_ms": mean_ms}
+        if self.unit_ms:
+            out["mean_time_units"] = None if mean_ms is None else mean_ms / self.unit_ms
+        return out
+
+
+def _over_time_of(clock: _Clock, done: np.ndarray, values: np.ndarray, last_ns: int) -> Dict[str, object]:
+    """over_time and at_horizon of a per-message measure (values ns, done: when each message completed)."""
+    at = clock.samples(last_ns)
+    out: Dict[str, object] = {"over_time": clock.over_time(at, _cumulative_mean(done, values, at))}
+    if clock.horizon is not None:
+        h = np.array([clock.horizon], dtype=np.int64)
+        out["at_horizon"] = clock.at_horizon(_cumulative_mean(done, values, h)[0], int((done <= clock.horizon).sum()))
+    return out
+
+
+def _ns(column) -> Tuple[np.ndarray, np.ndarray]:
+    """(values as int64, present) of a nanosecond column with missing values: kept integer, as
+    float64 cannot hold a CLOCK_REALTIME nanosecond exactly."""
+    v = pd.Series(column)
+    present = v.notna().to_numpy(dtype=bool)
+    values = np.zeros(len(v), np.int64)
+    if present.any():
+        values[present] = np.array([int(x) for x in v[present]], dtype=np.int64)
+    return values, present
+
+
+def _numbers(column) -> np.ndarray:
+    """A column as float64, missing values NaN (a log's integer column may come as Int64 with NA)."""
+    return pd.to_numeric(pd.Series(column), errors="coerce").astype("float64").to_numpy()
+
+
+def transmitters(manifest: dict, rows: Optional[pd.DataFrame]) -> Optional[Dict[str, object]]:
+    """The paced nodes' `abc transmitter` state events: per node transmissions, busy_s and the
+    achieved rate per time unit of busy time (its own time_unit_ms, default 1000); per group the
+    min / median / max rate of the nodes that transmitted and the target λt. None without events."""
+    if rows is None or not len(rows) or "transmissions" not in rows or "busy_ns" not in rows:
+        return None
+    nodes = (manifest.get("topology") or {}).get("nodes") or {}
+    made: Dict[str, List[int]] = {}
+    for node, n, busy in zip(rows["node"], _numbers(rows["transmissions"]), _numbers(rows["busy_ns"])):
+        if np.isnan(n) or np.isnan(busy):
+            continue
+        total = made.setdefault(node, [0, 0])  # a node restarted mid-run logs at each stop: they add up
+        total[0] += int(n)
+        total[1] += int(busy)
+    per: Dict[str, Dict[str, object]] = {}
+    for node, (n, busy) in sorted(made.items()):
+        params = (nodes.get(node) or {}).get("params") or {}
+        unit_s = float(params.get("time_unit_ms", 1000)) / 1000
+        per[node] = {"transmissions": n, "busy_s": busy / 1e9,
+                     "rate": n / (busy / 1e9 / unit_s) if busy > 0 else None}
+    out: Dict[str, object] = {"nodes": per}
+    for group, roles in (("servers", SERVER_ROLES), ("components", COMPONENT_ROLES)):
+        members = [n for n in per if (nodes.get(n) or {}).get("role") in roles]
+        if not members:
+            continue
+        rates = np.array([per[n]["rate"] for n in members if per[n]["rate"] is not None], dtype=float)
+        targets = {float(((nodes.get(n) or {}).get("params") or {}).get("transmission_rate") or 0) for n in members}
+        out[group] = {"nodes": len(members), "transmitting": int(len(rates)),
+                      "transmissions": int(sum(per[n]["transmissions"] for n in members)),
+                      "min_rate": float(rates.min()) if len(rates) else None,
+                      "median_rate": float(np.median(rates)) if len(rates) else None,
+                      "max_rate": float(rates.max()) if len(rates) else None,
+                      "target_rate": targets.pop() if len(targets) == 1 and 0 not in targets else None}
+    return out
+
+
 def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict,
-                 coloured: Optional[pd.DataFrame] = None) -> Dict[str, object]:
+                 coloured: Optional[pd.DataFrame] = None,
+                 transmitter_states: Optional[pd.DataFrame] = None) -> Dict[str, object]:
     """sends: the run's send events (origin, seq, type, t, intended, order, receivers, wanted_ns);
     deliveries: (node, origin, seq, type, t, accepted); coloured: the vertices' coloured state
-    events (node, colour, round). Empty dict when the run has no AbC data."""
+    events (node, colour, round); transmitter_states: the paced nodes' abc transmitter state
+    events (node, transmissions, busy_ns). Empty dict when the run has no AbC data."""
     s = sends[sends["type"] == DATA]
     if not len(s):
         return {}
     unit = time_unit_ms(manifest)
+    clock = _Clock(manifest, unit)
     d = deliveries[deliveries["type"] == DATA]
     first = d.sort_values("t", kind="stable").drop_duplicates(["origin", "seq", "node"])
     msgs = s[["origin", "seq", "t"]].rename(columns={"t": "send_t"}).reset_index(drop=True)
     msgs["eligible"] = [frozenset(_names(x)) for x in s["intended"]]
+    wanted, has = _ns(s["wanted_ns"]) if "wanted_ns" in s else (np.zeros(len(s), np.int64), np.zeros(len(s), bool))
     at = {k: dict(zip(g["node"], g["t"].astype("int64"))) for k, g in first.groupby(["origin", "seq"])}
-    times = []
-    for origin, seq, send_t, eligible in zip(msgs["origin"], msgs["seq"], msgs["send_t"], msgs["eligible"]):
+    done, complete = [], []  # per message handled by all: the last handling, and which message it is
+    for i, (origin, seq, eligible) in enumerate(zip(msgs["origin"], msgs["seq"], msgs["eligible"])):
         when = at.get((origin, seq), {})
         if eligible and all(n in when for n in eligible):
-            times.append(max(when[n] for n in eligible) - int(send_t))
-    complete = len(times)
-    gaps = []
-    for _, g in first.groupby("node"):
-        t = np.sort(g["t"].to_numpy(dtype=np.int64))
-        if len(t) >= 2:
-            gaps.append(float(np.diff(t).mean()))
+            done.append(max(when[n] for n in eligible))
+            complete.append(i)
+    done_ns, complete = np.asarray(done, np.int64), np.asarray(complete, np.int64)
+    sent_ns = msgs["send_t"].to_numpy(dtype=np.int64)[complete]
+    has_wanted = has[complete]
+    delivery_ns = done_ns[has_wanted] - wanted[complete][has_wanted]
+    dissemination_ns = done_ns - sent_ns
+    per_node = [np.sort(g["t"].to_numpy(dtype=np.int64)) for _, g in first.groupby("node")]
+    gaps = [float(np.diff(t).mean()) for t in per_node if len(t) >= 2]
     gap_ms = float(np.mean(gaps)) / 1e6 if gaps else None
+    last = int(max(done_ns.max() if len(done_ns) else clock.t0, first["t"].max() if len(first) else clock.t0))
+    gap: Dict[str, object] = {"mean_ms": gap_ms, "components": len(gaps),
+                              **({"mean_time_units": gap_ms / unit} if unit and gap_ms is not None else {})}
+    samples = clock.samples(last)
+    gap["over_time"] = clock.over_time(samples, _cumulative_gap(per_node, samples))
+    if clock.horizon is not None:
+        h = np.array([clock.horizon], dtype=np.int64)
+        gap["at_horizon"] = clock.at_horizon(_cumulative_gap(per_node, h)[0],
+                                             sum(max(0, int(np.searchsorted(t, clock.horizon, "right")) - 1)
+                                                 for t in per_node))
     out: Dict[str, object] = {
         "messages": int(len(s)),
         "components": len(set().union(*msgs["eligible"]) | set(msgs["origin"])),
-        "delivered_to_all": complete,
+        "delivered_to_all": int(len(done_ns)),
         "time_unit_ms": unit,
-        "delivery_time_to_all": _in_units(stats_ms(np.asarray(times, dtype=np.int64)), unit),
-        "message_time_gap": {"mean_ms": gap_ms, "components": len(gaps),
-                             **({"mean_time_units": gap_ms / unit} if unit and gap_ms is not None else {})},
+        "t_unit": clock.t_unit,
+        "horizon_s": (clock.horizon - clock.t0) / 1e9 if clock.horizon is not None else None,
+        "horizon_time_units": (clock.horizon - clock.t0) / 1e6 / unit if clock.horizon is not None and unit else None,
+        "delivery_time": {**_in_units(stats_ms(delivery_ns), unit),
+                          **_over_time_of(clock, done_ns[has_wanted], delivery_ns, last)},
+        "dissemination_time": {**_in_units(stats_ms(dissemination_ns), unit),
+                               **_over_time_of(clock, done_ns, dissemination_ns, last)},
+        "message_time_gap": gap,
     }
-    if "wanted_ns" in s and s["wanted_ns"].notna().any():
-        wait = (s["t"] - s["wanted_ns"]).dropna().to_numpy(dtype=np.int64)
-        out["id_wait"] = _in_units(stats_ms(wait), unit)
+    if has.any():
+        out["id_wait"] = _in_units(stats_ms(s["t"].to_numpy(dtype=np.int64)[has] - wanted[has]), unit)
     if "order" in s and s["order"].notna().any():
         ids = s["order"].dropna().astype("int64").to_numpy()
         unique = np.unique(ids)
@@ -165,6 +345,9 @@ def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict,
                 if frozenset(_names(receivers)) & delivered != accepted.get((origin, seq), frozenset()):
                     disagree += 1
             out["receivers_disagree"] = disagree
+    tx = transmitters(manifest, transmitter_states)
+    if tx is not None:
+        out["transmitters"] = tx
     graph = colouring(manifest, coloured)
     if graph is not None:
         out["colouring"] = graph
@@ -173,18 +356,41 @@ def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict,
 
 def html(a: Dict[str, object]) -> str:
     """The report's AbC section."""
-    dt, gap, wait = a.get("delivery_time_to_all", {}), a.get("message_time_gap", {}), a.get("id_wait", {})
+    dt, dis = a.get("delivery_time", {}), a.get("dissemination_time", {})
+    gap, wait = a.get("message_time_gap", {}), a.get("id_wait", {})
     unit = a.get("time_unit_ms")
     parts: List[str] = ["<h2>AbC measures (event logs)</h2>"]
     parts.append(f"<p>{a.get('messages')} data messages among {a.get('components')} components; "
                  f"{a.get('delivered_to_all')} delivered to every component"
-                 + (f"; one paper time unit = {fmt(unit)} ms" if unit else "") + ".</p>")
-    parts.append(table(["measure", "mean (ms)", "mean (time units)", "median (ms)", "p95 (ms)", "max (ms)"], [
-        ["average delivery time to all components", dt.get("mean_ms"), dt.get("mean_time_units"),
-         dt.get("median_ms"), dt.get("p95_ms"), dt.get("max_ms")],
-        ["average message time gap", gap.get("mean_ms"), gap.get("mean_time_units"), None, None, None],
-        ["wait for an id (request to data send)", wait.get("mean_ms"), wait.get("mean_time_units"),
-         wait.get("median_ms"), wait.get("p95_ms"), wait.get("max_ms")]]))
+                 + (f"; one paper time unit = {fmt(unit)} ms" if unit else "")
+                 + (f"; horizon (end of the workload) at {fmt(a.get('horizon_time_units') or a.get('horizon_s'))} "
+                    f"{'time units' if a.get('horizon_time_units') else 's'}" if a.get("horizon_s") is not None else "")
+                 + ".</p>")
+
+    def horizon(m: dict, key: str):
+        return (m.get("at_horizon") or {}).get(key)
+
+    parts.append(table(["measure", "mean (ms)", "mean (time units)", "at the horizon (ms)",
+                        "at the horizon (time units)", "median (ms)", "p95 (ms)", "max (ms)"], [
+        ["delivery time: wanting to send to the last component's handling (the paper's)", dt.get("mean_ms"),
+         dt.get("mean_time_units"), horizon(dt, "mean_ms"), horizon(dt, "mean_time_units"), dt.get("median_ms"),
+         dt.get("p95_ms"), dt.get("max_ms")],
+        ["dissemination time: data send to the last component's handling", dis.get("mean_ms"),
+         dis.get("mean_time_units"), horizon(dis, "mean_ms"), horizon(dis, "mean_time_units"), dis.get("median_ms"),
+         dis.get("p95_ms"), dis.get("max_ms")],
+        ["average message time gap", gap.get("mean_ms"), gap.get("mean_time_units"), horizon(gap, "mean_ms"),
+         horizon(gap, "mean_time_units"), None, None, None],
+        ["wait for an id (wanting to send to data send)", wait.get("mean_ms"), wait.get("mean_time_units"), None,
+         None, wait.get("median_ms"), wait.get("p95_ms"), wait.get("max_ms")]]))
+    tx = a.get("transmitters") or {}
+    groups = [(g, tx[g]) for g in ("servers", "components") if g in tx]
+    if groups:
+        parts.append(table(["transmitters", "nodes", "transmitting", "transmissions", "min rate", "median rate",
+                            "max rate", "target rate (λt)"],
+                           [[g, v["nodes"], v["transmitting"], v["transmissions"], v["min_rate"], v["median_rate"],
+                             v["max_rate"], v["target_rate"]] for g, v in groups]))
+        parts.append("<p>Rates are transmissions per time unit of busy time (the sum of a node's busy "
+                     "periods).</p>")
     ids = a.get("ids", {})
     parts.append(table(["ids given", "reused", "contiguous from 0", "accepted", "discarded", "receivers disagree"],
                        [[ids.get("count"), ids.get("reused"), ids.get("contiguous"), a.get("accepted"),
