@@ -121,6 +121,24 @@ def forget_running(lab: str) -> None:
         pass
 
 
+def running_in(run_dir: str) -> Optional[int]:
+    """The pid of a live `testbed run` writing `run_dir`, if one is recorded."""
+    if not os.path.isdir(RUNS_DIR):
+        return None
+    target = os.path.realpath(run_dir)
+    for entry in sorted(os.listdir(RUNS_DIR)):
+        try:
+            with open(os.path.join(RUNS_DIR, entry)) as handle:
+                pointer = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        pid = pointer.get("pid")
+        if os.path.realpath(pointer.get("run_dir") or "/") == target and pid \
+                and pointer.get("pid_start") is not None and _start_time(pid) == pointer["pid_start"]:
+            return int(pid)
+    return None
+
+
 def killed_runs(lab: Optional[str] = None) -> List[Dict[str, Any]]:
     """The recorded runs whose process is gone (or one lab's)."""
     found = []

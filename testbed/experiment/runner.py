@@ -272,7 +272,16 @@ class Runner:
         return argv
 
     def _run_one(self, p: Planned, host: Host) -> None:
+        from ..rundir import running_in
+
         target = self.run_dir(p.name)
+        writer = running_in(target)
+        if writer is not None:  # a run of an experiment that was killed goes on writing there
+            p.status, p.wall_s = "failed", 0.0
+            p.error = (f"a testbed run (pid {writer}) is still writing {target}, left by an experiment that was "
+                       f"killed; wait for it to end or stop it (kill -INT {writer})")
+            self._say(f"{p.name}: {p.error}")
+            return
         if os.path.exists(target):
             shutil.rmtree(target)  # what an interrupted or failed attempt left, or a run of another fingerprint
         index = sum(1 for q in self.planned if q.status not in ("pending",))
