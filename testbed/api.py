@@ -10,6 +10,7 @@
     scenario = tb.load_scenario("scenarios/quickstart.yaml", seed=2, set={"duration": "5s"})
     run = tb.run(scenario, out="runs/mine")                   # one run directory, as `testbed run`
     results = tb.analyze([run.dir])                           # {run id: results.json}, as `testbed analyze`
+    sweep = tb.experiment("experiments/abc/dp.yaml", seeds=1)  # as `testbed experiment`: summary, verdicts
 
 Everything goes through the same code as the command line: files and dicts are validated by the
 same loaders (errors are testbed.errors.ValidationError, naming the file or "<python>", the field
@@ -32,7 +33,7 @@ from .scenario import Scenario, load_scenario as _load_scenario_file, parse_scen
 from .topology import ImpairmentError, load_topology as _load_topology_file, parse_topology
 from .yamlio import Located
 
-__all__ = ["LabSession", "RunOutcome", "analyze", "lab", "load_scenario", "load_topology", "run", "scenario",
+__all__ = ["LabSession", "RunOutcome", "analyze", "experiment", "lab", "load_scenario", "load_topology", "run", "scenario",
            "topology", "CapabilityError", "TestbedError", "UsageError", "ValidationError"]
 
 
@@ -263,6 +264,34 @@ def analyze(run_dirs: Iterable[str], master: Optional[str] = None, progress: boo
     from spark_analysis.job import analyze as analyze_runs
 
     return analyze_runs(list(run_dirs), master=master, progress=progress, spark=spark)
+
+
+def experiment(path: str, out: Optional[str] = None, seeds: Optional[int] = None,
+               set: Optional[Mapping[str, Any]] = None, hosts: Optional[Sequence[str]] = None,
+               analyze: bool = True, master: Optional[str] = None, progress: bool = False) -> Dict[str, Any]:
+    """Carry out an experiment file as `testbed experiment` does: every point x seed not complete
+    yet into `out` (default runs/experiments/<name>), then (with `analyze`) one Spark analysis and
+    the tables, plots, verdicts and index.html. Returns {"directory", "runs": {name: status}, and
+    with analyze "summary" (one dict per point and measure) and "shapes" (verdicts)}."""
+    from .experiment.runner import Runner
+    from .experiment.spec import LOCAL, Host, load_experiment
+
+    extra = tuple(f"{k}={_yaml_text(v)}" for k, v in (set or {}).items())
+    host_list = [Host(h) for h in hosts] if hosts else None
+    for h in host_list or []:
+        if h.target != LOCAL:
+            from .remote.target import parse_target
+            parse_target(h.target)
+    exp = load_experiment(path, seeds=seeds, extra_sets=extra, hosts=host_list)
+    runner = Runner(exp, out or os.path.join("runs", "experiments", exp.name), progress=progress)
+    runner.execute()
+    outcome: Dict[str, Any] = {"directory": runner.out, "runs": {p.name: p.status for p in runner.planned}}
+    if analyze:
+        from .experiment.results import write
+
+        res = write(exp, runner, master=master, progress=progress)
+        outcome.update(summary=res["summary"], shapes=res["shapes"])
+    return outcome
 
 
 # -- helpers ---------------------------------------------------------------------------------------
