@@ -346,9 +346,12 @@ def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed
     (tmp_path / "exp.yaml").write_text(EXPERIMENT.replace("values: [5, 20]", "values: [5, 20, 10]")
                                        .replace("range: [3.9, 4.1]", "range: [3.9, 4.1]}\n  - {measure: ratio, "
                                                 "trend: non-increasing, over: rate"))
-    proc = _testbed(tmp_path, "experiment", path, "--quiet")
-    stdout, stderr = proc.communicate(timeout=600)
-    assert proc.returncode == 0, stderr
+    import testbed.api as tb
+
+    outcome = tb.experiment(path, out=str(out))  # the Python API, as the command
+    assert sorted(outcome["runs"].values()) == ["complete"] * 4 + ["completed"] * 2
+    assert {s["verdict"] for s in outcome["shapes"]} == {"valid"}
+    assert [r["mean"] for r in outcome["summary"] if r["measure"] == "sent"] == [45, 180, 90]
     ledger = json.loads((out / "experiment.json").read_text())
     assert len(ledger["runs"]) == 6 and (out / "runs" / "line.rate=10-s2").is_dir()
     assert (out / "runs" / "line.rate=5-s1" / "manifest.json").stat().st_mtime_ns == first
