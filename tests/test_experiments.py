@@ -19,6 +19,7 @@ from testbed.experiment.results import Data, ci95, lookup, summarise
 from testbed.experiment.spec import fingerprint, load_experiment
 
 from .conftest import ROOT
+from .test_remote import REMOTE_TESTBED, sshd  # noqa: F401 (sshd: the fixture of a real sshd)
 
 TOPOLOGY = """\
 # line3 with process nodes
@@ -131,6 +132,10 @@ BAD = [
     ("scenarios: {s: scenarios/small.yaml}\nmeasures: {a: b}\ngrid: {duration.x: [5]}\n", "grid",
      "'duration' is not a mapping"),
     ("scenarios: {s: scenarios/small.yaml}\nmeasures: {a: b}\nseeds: 0\n", "seeds", "0 is not allowed"),
+    ("scenarios: {s: scenarios/small.yaml}\nmeasures: {a: b}\ngrid: {s: {path: seed, values: [1, 2]}}\n", "grid.s",
+     "the experiment gives each run its seed"),
+    ("scenarios: {s: scenarios/small.yaml}\nmeasures: {a: b}\nset: {seed: 4}\n", "set.seed",
+     "the experiment gives each run its seed"),
     ("scenarios: {s: scenarios/small.yaml}\nmeasures: {a: b}\nseeds: '3'\n", "seeds", "is not allowed"),
     ("scenarios: {s: scenarios/small.yaml}\nmeasures: {a: b}\nseeds: [1, 1]\n", "seeds", "a seed is given twice"),
     ("scenarios: {s: scenarios/small.yaml}\nmeasures: {a: b}\nseeds: [1, -4]\n", "seeds[1]", "-4 is not a seed"),
@@ -360,30 +365,25 @@ def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed
 
 
 @pytest.mark.network
-def test_runs_spread_over_a_remote_host_come_back_for_the_analysis(tmp_path, no_leftovers):
-    from .test_remote import REMOTE_TESTBED, Sshd
-
-    sshd = Sshd(tmp_path / "sshd")
-    try:
-        known = tmp_path / "known_hosts"
-        known.write_text(sshd.host_key_line + "\n")
-        text = EXPERIMENT.replace("seeds: 2", "seeds: 1").replace("values: [5, 20]", "values: [5]") \
-            .replace("  - {measure: sent, trend: increasing, over: rate}\n", "") \
-            .replace("  - {measure: sent, ratio: [{rate: 20}, {rate: 5}], range: [3.9, 4.1]}\n", "")
-        path = workspace(tmp_path, text)
-        proc = _testbed(tmp_path, "experiment", path, "--host", sshd.target, "--key", str(sshd.dir / "user_key"),
-                        "--known-hosts", str(known), "--remote-dir", str(tmp_path / "remote"),
-                        "--remote-testbed", REMOTE_TESTBED)
-        stdout, stderr = proc.communicate(timeout=600)
-        assert proc.returncode == 0, stderr
-        out = tmp_path / "runs" / "experiments" / "small-sweep"
-        ledger = json.loads((out / "experiment.json").read_text())
-        assert ledger["runs"]["line.rate=5-s1"]["host"] == sshd.target
-        manifest = json.loads((out / "runs" / "line.rate=5-s1" / "manifest.json").read_text())
-        assert manifest["scenario"]["source"].startswith(str(tmp_path / "remote"))  # it ran there
-        assert "shape valid    sent within a factor 1.1 of the reference" in stdout
-    finally:
-        sshd.stop()
+def test_runs_spread_over_a_remote_host_come_back_for_the_analysis(tmp_path, sshd, no_leftovers):  # noqa: F811
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd.host_key_line + "\n")
+    text = EXPERIMENT.replace("seeds: 2", "seeds: 1").replace("values: [5, 20]", "values: [5]") \
+        .replace("  - {measure: sent, trend: increasing, over: rate}\n", "") \
+        .replace("  - {measure: sent, ratio: [{rate: 20}, {rate: 5}], range: [3.9, 4.1]}\n", "")
+    path = workspace(tmp_path, text)
+    proc = _testbed(tmp_path, "experiment", path, "--host", sshd.target, "--key", str(sshd.dir / "user_key"),
+                    "--known-hosts", str(known), "--remote-dir", str(tmp_path / "remote"),
+                    "--remote-testbed", REMOTE_TESTBED)
+    stdout, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 0, stderr
+    out = tmp_path / "runs" / "experiments" / "small-sweep"
+    ledger = json.loads((out / "experiment.json").read_text())
+    assert ledger["runs"]["line.rate=5-s1"]["host"] == sshd.target
+    manifest = json.loads((out / "runs" / "line.rate=5-s1" / "manifest.json").read_text())
+    assert manifest["scenario"]["source"].startswith(str(tmp_path / "remote"))  # it ran there
+    assert "shape valid    sent within a factor 1.1 of the reference" in stdout
+    assert os.listdir(tmp_path / "remote") == [], "the remote work directory is removed once downloaded"
 
 
 @pytest.mark.network

@@ -265,6 +265,8 @@ def _sets(r: Reader, value: Any, path: Tuple) -> Tuple[Tuple[str, Any], ...]:
     for key, v in raw.items():
         if not isinstance(key, str) or not PATH_RE.match(key):
             raise r.fail(path + (key,), f"{key!r} is not a field path", PATH_ALLOWED)
+        if key == "seed":
+            raise r.fail(path + (key,), "the experiment gives each run its seed", "seeds: N or seeds: [...]")
         out.append((key, v))
     return tuple(out)
 
@@ -287,6 +289,8 @@ def _grid(r: Reader, value: Any) -> List[Param]:
                 raise r.fail(path, f"{name!r} is a name, so it needs {{path: ..., values: [...]}}",
                              "a dotted field path with a list of values, or NAME: {path: ..., values: [...]}")
             target, values, vpath = name, entry, path
+        if target == "seed":
+            raise r.fail(path, "the experiment gives each run its seed", "seeds: N or seeds: [...]")
         if not isinstance(values, list) or not values:
             raise r.fail(vpath, "expected a non-empty list of values", "such as [1, 2, 5]")
         for i, v in enumerate(values):
