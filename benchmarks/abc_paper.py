@@ -55,12 +55,11 @@ def main(argv: List[str] = None) -> int:
     args = parser.parse_args(argv)
     names = ["dp", "ci"] if args.set == "all" else [args.set]
     path = os.path.join(HERE, "results", "abc_paper.json")
-    result = {}
-    if os.path.exists(path):
+    kept = {}
+    if os.path.exists(path):  # the other set's results stay
         with open(path) as fh:
-            result = json.load(fh)
-    result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version()}
-    result.setdefault("experiments", {})
+            kept = json.load(fh).get("experiments") or {}
+    result = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}, "experiments": kept}
     for name in names:
         out = os.path.join(ROOT, "runs", "experiments", f"abc-{name}")
         argv = [sys.executable, "-m", "testbed", "experiment", os.path.join(ROOT, FILES[name]), "--out", out]
@@ -72,7 +71,6 @@ def main(argv: List[str] = None) -> int:
         result["experiments"][name] = gather(out)
         for s in result["experiments"][name]["shapes"]:
             print(f"{name}: {s['verdict']:<8} {s['name']}")
-    result.pop("runs", None)  # the single-seed layout of earlier versions
     with open(path, "w") as fh:
         json.dump(result, fh, indent=1)
     print(f"wrote {path}")
