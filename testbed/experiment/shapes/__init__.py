@@ -19,10 +19,9 @@ and `judge(data) -> dict(verdict=..., detail=..., groups=[...])`.
 
 from __future__ import annotations
 
-import itertools
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List
 
-from ..spec import Experiment, Point, check_selector, matches, measure_name
+from ..model import Experiment, check_selector, measure_name
 from . import order, ratio, reference, trend
 
 KINDS = [order, trend, ratio, reference]
@@ -70,35 +69,3 @@ def schema() -> Dict[str, Any]:
     return {"oneOf": [{"type": "object", "required": ["measure", k.KEY], "additionalProperties": False,
                        "properties": {**common, k.KEY: k.SCHEMA[k.KEY],
                                       **{f: k.SCHEMA[f] for f in k.FIELDS}}} for k in KINDS]}
-
-
-def _keys(selector: Any) -> set:
-    return {"scenario"} if isinstance(selector, str) else set(selector)
-
-
-def groups(exp: Experiment, selectors: List[Any], where: Optional[Dict[str, Any]] = None,
-           fixed: Tuple[str, ...] = ()) -> List[Dict[str, Any]]:
-    """The combinations of the grid parameters (and scenario) that no selector, `where` or `fixed`
-    mentions: one judgement per combination. [{}] when none is free."""
-    taken = set().union(*[_keys(s) for s in selectors]) if selectors else set()
-    taken |= set(where or {}) | set(fixed)
-    free = [("scenario", [s.label for s in exp.scenarios])] if "scenario" not in taken else []
-    free += [(p.short, list(p.values)) for p in exp.grid if p.short not in taken]
-    return [dict(zip([n for n, _ in free], combo)) for combo in itertools.product(*[v for _, v in free])]
-
-
-def pick(exp: Experiment, selector: Any, group: Dict[str, Any], where: Optional[Dict[str, Any]] = None) -> List[Point]:
-    return [p for p in exp.points if matches(p, selector) and matches(p, group) and matches(p, where or {})]
-
-
-def group_label(group: Dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in group.items())
-
-
-def combine(results: List[Dict[str, Any]]) -> str:
-    verdicts = {r["verdict"] for r in results}
-    if "invalid" in verdicts:
-        return "invalid"
-    if "unknown" in verdicts or not results:
-        return "unknown"
-    return "valid"

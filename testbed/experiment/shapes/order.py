@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from ..model import check_selector
+from .common import combine, group_label, groups, label, pick
+
 KEY = "order"
 FIELDS = ()
 SCHEMA = {KEY: {"type": "array", "minItems": 2, "items": {"type": ["string", "object"]},
@@ -16,10 +19,9 @@ class Order:
         self.measure, self.selectors, self.where = measure, selectors, where
 
     def describe(self) -> str:
-        return f"{self.measure}: " + " < ".join(_label(s) for s in self.selectors)
+        return f"{self.measure}: " + " < ".join(label(s) for s in self.selectors)
 
     def judge(self, data) -> Dict[str, Any]:
-        from . import combine, group_label, groups, pick
 
         out = []
         for group in groups(data.exp, self.selectors, self.where):
@@ -32,16 +34,11 @@ class Order:
             else:
                 verdict = "valid" if all(a < b for a, b in zip(values, values[1:])) else "invalid"
             out.append({"group": group_label(group), "verdict": verdict,
-                        "detail": " < ".join(f"{_label(s)} {data.fmt(v)}" for s, v in zip(self.selectors, values))})
+                        "detail": " < ".join(f"{label(s)} {data.fmt(v)}" for s, v in zip(self.selectors, values))})
         return {"verdict": combine(out), "groups": out}
 
 
-def _label(selector: Any) -> str:
-    return selector if isinstance(selector, str) else ",".join(f"{k}={v}" for k, v in selector.items())
-
-
 def parse(r, entry: Dict[str, Any], path, exp) -> Order:
-    from ..spec import check_selector
 
     value = entry[KEY]
     if not isinstance(value, list) or len(value) < 2:

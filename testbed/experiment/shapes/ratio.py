@@ -6,6 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List
 
+from ..model import check_selector
+from .common import combine, group_label, groups, label, pick
+
 KEY = "ratio"
 FIELDS = ("range",)
 SCHEMA = {KEY: {"type": "array", "minItems": 2, "maxItems": 2, "items": {"type": ["string", "object"]}},
@@ -17,13 +20,11 @@ class Ratio:
         self.measure, self.selectors, self.low, self.high, self.where = measure, selectors, low, high, where
 
     def describe(self) -> str:
-        from .order import _label
 
-        a, b = (_label(s) for s in self.selectors)
+        a, b = (label(s) for s in self.selectors)
         return f"{self.measure}: {a} / {b} in [{self.low:g}, {self.high:g}]"
 
     def judge(self, data) -> Dict[str, Any]:
-        from . import combine, group_label, groups, pick
 
         out = []
         for group in groups(data.exp, self.selectors, self.where):
@@ -44,7 +45,6 @@ class Ratio:
 
 
 def parse(r, entry: Dict[str, Any], path, exp) -> Ratio:
-    from ..spec import check_selector
 
     value = entry[KEY]
     if not isinstance(value, list) or len(value) != 2:

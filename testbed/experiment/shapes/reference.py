@@ -7,6 +7,9 @@ from __future__ import annotations
 import math
 from typing import Any, Dict
 
+from ..model import matches
+from .common import combine
+
 KEY = "near_reference"
 FIELDS = ()
 SCHEMA = {KEY: {"type": "number", "minimum": 1, "description": "the largest factor between ours and the reference"}}
@@ -20,8 +23,6 @@ class NearReference:
         return f"{self.measure} within a factor {self.factor:g} of the reference"
 
     def judge(self, data) -> Dict[str, Any]:
-        from ..spec import matches
-        from . import combine
 
         out = []
         for ref in data.exp.references:

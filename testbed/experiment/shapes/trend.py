@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+from .common import combine, group_label, groups, pick
+
 KEY = "trend"
 FIELDS = ("over",)
 TRENDS = {"increasing": lambda a, b: b > a, "decreasing": lambda a, b: b < a,
@@ -21,7 +23,6 @@ class Trend:
         return f"{self.measure} {self.trend} over {self.over}"
 
     def judge(self, data) -> Dict[str, Any]:
-        from . import combine, group_label, groups, pick
 
         rule = TRENDS[self.trend]
         out = []
