@@ -14,6 +14,8 @@ import html
 import os
 from typing import Any, Dict, List
 
+from spark_analysis.html import fmt, table
+
 from .spec import Experiment
 
 
@@ -101,20 +103,6 @@ def _references(ax, pos, rows) -> None:
         ax.plot([], [], "x", color="red", mew=2, label="reference")
 
 
-def _f(v) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return html.escape(str(v))
-
-
-def _table(headers: List[str], rows: List[List[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_f(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def write(exp: Experiment, runner, rows, summary, shapes, curves) -> str:
     made = plots(exp, summary, curves, os.path.join(runner.out, "plots"))
     params = [p.short for p in exp.grid]
@@ -147,7 +135,7 @@ def write(exp: Experiment, runner, rows, summary, shapes, curves) -> str:
         for img in made.get(m.name, []):
             parts.append(f"<img src='plots/{html.escape(img)}' alt='{html.escape(img)}'>")
         mine = [r for r in summary if r["measure"] == m.name]
-        parts.append(_table(["point"] + params + ["n", "mean", "95% CI", "reference", "ours / reference", "source"],
+        parts.append(table(["point"] + params + ["n", "mean", "95% CI", "reference", "ours / reference", "source"],
                             [[r["point"]] + [r.get(p) for p in params] +
                              [r["n"], r["mean"],
                               f"{r['ci95_low']:.4g} – {r['ci95_high']:.4g}" if r["ci95_low"] is not None else None,
@@ -158,12 +146,12 @@ def write(exp: Experiment, runner, rows, summary, shapes, curves) -> str:
     run_rows = []
     for r in rows:
         link = f"<a href='runs/{html.escape(r['run'])}/report/index.html'>{html.escape(r['run'])}</a>"
-        cells = "".join(f"<td>{_f(r.get(m.name))}</td>" for m in exp.measures)
-        run_rows.append(f"<tr><td>{link}</td><td>{_f(r['seed'])}</td><td>{_f(r['host'])}</td>"
-                        f"<td>{_f(r['wall_s'])}</td>{cells}</tr>")
+        cells = "".join(f"<td>{fmt(r.get(m.name))}</td>" for m in exp.measures)
+        run_rows.append(f"<tr><td>{link}</td><td>{fmt(r['seed'])}</td><td>{fmt(r['host'])}</td>"
+                        f"<td>{fmt(r['wall_s'])}</td>{cells}</tr>")
     for p in runner.planned:
         if p.status in ("failed", "interrupted", "pending"):
-            run_rows.append(f"<tr><td>{html.escape(p.name)}</td><td>{p.seed}</td><td>{_f(p.host)}</td><td>–</td>"
+            run_rows.append(f"<tr><td>{html.escape(p.name)}</td><td>{p.seed}</td><td>{fmt(p.host)}</td><td>–</td>"
                             f"<td colspan='{len(exp.measures)}' class='invalid'>{html.escape(p.status)}"
                             f"{': ' + html.escape(p.error) if p.error else ''}</td></tr>")
     parts.append("<table><thead><tr><th>run</th><th>seed</th><th>host</th><th>wall s</th>"

@@ -119,8 +119,7 @@ class Runner:
         self._lock = threading.Lock()
         self._procs: Dict[str, subprocess.Popen] = {}
         self._stop = False
-        self._done_here = 0
-        self._started = time.monotonic()
+        self._seconds: Dict[str, float] = {}  # point id -> the scenario's own length, for estimates
 
     # -- the plan ----------------------------------------------------------------------------
 
@@ -308,7 +307,6 @@ class Runner:
             p.status = "interrupted"
         elif code == 0 and status == "completed":
             p.status = "completed"
-            self._done_here += 1
         else:
             p.status = "failed"
             p.error = _last_line(log) or f"exit code {code}"
@@ -334,7 +332,9 @@ class Runner:
             elif overall:
                 total += overall
             else:
-                total += _scenario_seconds(q.point) + OVERHEAD_S
+                if q.point.id not in self._seconds:
+                    self._seconds[q.point.id] = _scenario_seconds(q.point)
+                total += self._seconds[q.point.id] + OVERHEAD_S
         return total / max(1, len(self.exp.hosts))
 
     def _say(self, text: str) -> None:

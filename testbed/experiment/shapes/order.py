@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ..model import check_selector
-from .common import combine, group_label, groups, label, pick
+from .common import combine, group_label, label, means
 
 KEY = "order"
 FIELDS = ()
@@ -22,13 +22,8 @@ class Order:
         return f"{self.measure}: " + " < ".join(label(s) for s in self.selectors)
 
     def judge(self, data) -> Dict[str, Any]:
-
         out = []
-        for group in groups(data.exp, self.selectors, self.where):
-            values = []
-            for s in self.selectors:
-                pts = pick(data.exp, s, group, self.where)
-                values.append(data.mean(pts[0].id, self.measure) if len(pts) == 1 else None)
+        for group, values in means(data, self.measure, self.selectors, self.where):
             if any(v is None for v in values):
                 verdict = "unknown"
             else:
@@ -39,7 +34,6 @@ class Order:
 
 
 def parse(r, entry: Dict[str, Any], path, exp) -> Order:
-
     value = entry[KEY]
     if not isinstance(value, list) or len(value) < 2:
         raise r.fail(path + (KEY,), "expected a list of at least two points", "[A, B, ...] in increasing order")

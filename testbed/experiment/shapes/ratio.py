@@ -7,7 +7,7 @@ import math
 from typing import Any, Dict, List
 
 from ..model import check_selector
-from .common import combine, group_label, groups, label, pick
+from .common import combine, group_label, label, means
 
 KEY = "ratio"
 FIELDS = ("range",)
@@ -20,19 +20,12 @@ class Ratio:
         self.measure, self.selectors, self.low, self.high, self.where = measure, selectors, low, high, where
 
     def describe(self) -> str:
-
         a, b = (label(s) for s in self.selectors)
         return f"{self.measure}: {a} / {b} in [{self.low:g}, {self.high:g}]"
 
     def judge(self, data) -> Dict[str, Any]:
-
         out = []
-        for group in groups(data.exp, self.selectors, self.where):
-            values = []
-            for s in self.selectors:
-                pts = pick(data.exp, s, group, self.where)
-                values.append(data.mean(pts[0].id, self.measure) if len(pts) == 1 else None)
-            a, b = values
+        for group, (a, b) in means(data, self.measure, self.selectors, self.where):
             if a is None or b is None or b == 0:
                 out.append({"group": group_label(group), "verdict": "unknown", "ratio": None,
                             "detail": f"{data.fmt(a)} / {data.fmt(b)}"})
@@ -45,7 +38,6 @@ class Ratio:
 
 
 def parse(r, entry: Dict[str, Any], path, exp) -> Ratio:
-
     value = entry[KEY]
     if not isinstance(value, list) or len(value) != 2:
         raise r.fail(path + (KEY,), "expected two points", "[A, B]: the mean at A over the mean at B")

@@ -23,7 +23,6 @@ class NearReference:
         return f"{self.measure} within a factor {self.factor:g} of the reference"
 
     def judge(self, data) -> Dict[str, Any]:
-
         out = []
         for ref in data.exp.references:
             if ref.measure != self.measure:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from .common import combine, group_label, groups, pick
+from .common import combine, group_label, means
 
 KEY = "trend"
 FIELDS = ("over",)
@@ -23,14 +23,11 @@ class Trend:
         return f"{self.measure} {self.trend} over {self.over}"
 
     def judge(self, data) -> Dict[str, Any]:
-
         rule = TRENDS[self.trend]
         out = []
-        for group in groups(data.exp, [], self.where, fixed=(self.over,)):
-            series = []
-            for v in self.values:
-                pts = pick(data.exp, {self.over: v}, group, self.where)
-                series.append((v, data.mean(pts[0].id, self.measure) if len(pts) == 1 else None))
+        steps = [{self.over: v} for v in self.values]
+        for group, values in means(data, self.measure, steps, self.where):
+            series = list(zip(self.values, values))
             known = [(v, m) for v, m in series if m is not None]
             if len(known) < len(series):
                 verdict = "unknown"
