@@ -19,21 +19,12 @@ from testbed.experiment.results import Data, ci95, lookup, summarise
 from testbed.experiment.spec import fingerprint, load_experiment
 
 from .conftest import ROOT
-from .test_remote import REMOTE_TESTBED, sshd  # noqa: F401 (sshd: the fixture of a real sshd)
-
-TOPOLOGY = """\
-# line3 with process nodes
-name: eline3
-defaults: {runtime: process}
-nodes: {h1: {}, h2: {}, h3: {}}
-switches: {s1: {}, s2: {}, s3: {}}
-links: [[h1, s1], [h2, s2], [h3, s3], [s1, s2], [s2, s3]]
-"""
+from .test_remote import REMOTE_TESTBED, TOPOLOGY, sshd  # noqa: F401 (sshd: the fixture of a real sshd)
 
 SCENARIO = """\
 # probes on line3
 name: small
-topology: ../topologies/eline3.yaml
+topology: ../topologies/rline3.yaml
 seed: 3
 warmup: 1s
 duration: 3s
@@ -67,7 +58,7 @@ expect:
 def workspace(tmp_path, experiment: str = EXPERIMENT, scenario: str = SCENARIO) -> str:
     (tmp_path / "topologies").mkdir(exist_ok=True)
     (tmp_path / "scenarios").mkdir(exist_ok=True)
-    (tmp_path / "topologies" / "eline3.yaml").write_text(TOPOLOGY)
+    (tmp_path / "topologies" / "rline3.yaml").write_text(TOPOLOGY)
     (tmp_path / "scenarios" / "small.yaml").write_text(scenario)
     path = tmp_path / "exp.yaml"
     path.write_text(experiment)
@@ -106,7 +97,7 @@ def test_a_fingerprint_follows_the_data_not_the_layout(tmp_path):
     assert fingerprint(point, 2) != before
     (tmp_path / "scenarios" / "small.yaml").write_text("# another comment\n" + SCENARIO.replace("seed: 3", "seed:   3"))
     assert fingerprint(point, 1) == before
-    (tmp_path / "topologies" / "eline3.yaml").write_text(TOPOLOGY.replace("s2, s3]]", "s2, s3], [s1, s3]]"))
+    (tmp_path / "topologies" / "rline3.yaml").write_text(TOPOLOGY.replace("s2, s3]]", "s2, s3], [s1, s3]]"))
     assert fingerprint(point, 1) != before, "the topology's data is part of the run"
 
 
