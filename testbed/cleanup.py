@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from . import dockerd
-from .names import ENV_LAB, IPTABLES_RULE, STATE_DIR, lab_id_of, link_lab_id, state_path, table_of, workdir
+from .names import ENV_LAB, IPTABLES_RULE, LABEL_LAB, STATE_DIR, container_filter, lab_id_of, link_lab_id, state_path, table_of, workdir
 
 
 def _run(args: List[str], stdin: Optional[str] = None) -> subprocess.CompletedProcess:
@@ -301,6 +301,26 @@ def _docker_installed() -> bool:
     """Whether this machine has a Docker engine at all (so that containers could exist)."""
     return shutil.which("dockerd") is not None or os.path.exists("/var/run/docker.sock") or \
         bool(os.environ.get("DOCKER_HOST"))
+
+
+def live_owners() -> List[str]:
+    """What still runs on this machine and may own testbed objects: live `testbed run`s, live
+    `testbed up` keepers, processes started for a lab, and running lab containers. Objects found
+    while this is empty were left by runs that were killed (or by a restart of the machine), and
+    `clean_all` can take them without stopping anyone's run."""
+    from .rundir import live_runs
+
+    owners = [f"testbed run pid {p['pid']} (lab {p.get('lab')}, {p.get('run_dir')})" for p in live_runs()]
+    owners += [f"testbed up keeper pid {s['keeper_pid']} (lab {name})"
+               for name, s in read_states().items() if alive(s.get("keeper_pid"))]
+    owners += [f"process {pid} of lab {lab}" for pid, lab in testbed_processes().items()]
+    try:
+        client = dockerd.client(timeout=30)
+        owners += [f"running container {c.name} (lab {c.labels.get(LABEL_LAB)})"
+                   for c in client.containers.list(filters={"label": container_filter()})]
+    except dockerd.EngineUnavailable:
+        pass
+    return owners
 
 
 def leftovers() -> Dict[str, List[str]]:

@@ -123,24 +123,15 @@ def forget_running(lab: str) -> None:
 
 def running_in(run_dir: str) -> Optional[int]:
     """The pid of a live `testbed run` writing `run_dir`, if one is recorded."""
-    if not os.path.isdir(RUNS_DIR):
-        return None
     target = os.path.realpath(run_dir)
-    for entry in sorted(os.listdir(RUNS_DIR)):
-        try:
-            with open(os.path.join(RUNS_DIR, entry)) as handle:
-                pointer = json.load(handle)
-        except (OSError, ValueError):
-            continue
-        pid = pointer.get("pid")
-        if os.path.realpath(pointer.get("run_dir") or "/") == target and pid \
-                and pointer.get("pid_start") is not None and _start_time(pid) == pointer["pid_start"]:
-            return int(pid)
+    for pointer in live_runs():
+        if os.path.realpath(pointer.get("run_dir") or "/") == target:
+            return int(pointer["pid"])
     return None
 
 
-def killed_runs(lab: Optional[str] = None) -> List[Dict[str, Any]]:
-    """The recorded runs whose process is gone (or one lab's)."""
+def _pointers() -> List[Dict[str, Any]]:
+    """The recorded runs, each with `alive`: whether its process still runs."""
     found = []
     if not os.path.isdir(RUNS_DIR):
         return found
@@ -152,13 +143,21 @@ def killed_runs(lab: Optional[str] = None) -> List[Dict[str, Any]]:
                 pointer = json.load(handle)
         except (OSError, ValueError):
             continue
-        if lab is not None and pointer.get("lab") != lab:
-            continue
         pid = pointer.get("pid")
-        if pid and pointer.get("pid_start") is not None and _start_time(pid) == pointer["pid_start"]:
-            continue  # still running
+        pointer["alive"] = bool(pid and pointer.get("pid_start") is not None
+                                and _start_time(pid) == pointer["pid_start"])
         found.append(pointer)
     return found
+
+
+def killed_runs(lab: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The recorded runs whose process is gone (or one lab's)."""
+    return [p for p in _pointers() if not p["alive"] and (lab is None or p.get("lab") == lab)]
+
+
+def live_runs() -> List[Dict[str, Any]]:
+    """The recorded runs whose process still runs."""
+    return [p for p in _pointers() if p["alive"]]
 
 
 def finish_killed_runs(runs: Iterable[Dict[str, Any]]) -> Tuple[List[str], List[str]]:

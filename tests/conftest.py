@@ -57,7 +57,29 @@ def machine():
     if not caps.ready:
         pytest.fail("the testbed cannot run on this machine: " + "; ".join(caps.problems)
                     + " (run ./setup.sh first)")
+    _take_what_killed_runs_left()
     return caps
+
+
+def _take_what_killed_runs_left() -> None:
+    """The suite needs the machine to itself. Objects left by runs that were killed (or by a
+    restart of the machine mid-run) are removed once, before the first network test, and said;
+    objects of something still running stop the session with what runs, instead of failing every
+    test. `no_leftovers` still checks each test's own objects, before and after."""
+    from testbed.cleanup import clean_all, leftovers, live_owners
+
+    found = leftovers()
+    if not found:
+        return
+    owners = live_owners()
+    if owners:
+        pytest.exit("testbed objects of something still running are on this machine "
+                    f"({'; '.join(owners)}); the suite needs the machine to itself: wait for it to "
+                    "end, or stop it with `testbed clean`", returncode=3)
+    cleaned = clean_all()
+    print(f"\nremoved what killed testbed runs left on this machine: {found}"
+          + (f"; finished their run directories {cleaned.finished_runs}" if cleaned.finished_runs else "")
+          + (f"; problems: {cleaned.problems}" if cleaned.problems else ""), file=sys.stderr)
 
 
 @pytest.fixture(scope="session")

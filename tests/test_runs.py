@@ -245,6 +245,7 @@ def test_a_killed_runner_leaves_a_directory_that_clean_finishes_and_analyze_read
     far, status aborted, ended at its last packet)."""
     from spark_analysis.job import analyze
 
+    from testbed.cleanup import live_owners
     from testbed.rundir import last_packet_ns
 
     scenario = tmp_path / "killed.yaml"
@@ -265,13 +266,16 @@ def test_a_killed_runner_leaves_a_directory_that_clean_finishes_and_analyze_read
     assert {"r.eth0.pcap", "r.eth1.pcap"} <= set(os.listdir(out / "pcap")), "the router's captures, unmerged"
     assert not (out / "logs").exists() and (out / "nodes" / "h1" / "events.jsonl").exists()
     assert leftovers(), "the killed runner's lab is still there"
+    owners = live_owners()
+    assert any(o.startswith("running container tb-") for o in owners), owners  # its nodes still run
+    assert not any(o.startswith("testbed run pid") for o in owners), "the runner is gone"
 
     as_left = tmp_path / "as-left"
     shutil.copytree(out, as_left)  # what another machine would get before anyone cleans up
     res = subprocess.run([sys.executable, "-m", "testbed", "clean"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"finished the run directory of a killed run: {out}" in res.stdout
-    assert not leftovers()
+    assert not leftovers() and not live_owners()
 
     manifest = json.loads(manifest_path.read_text())
     assert manifest["status"] == "aborted" and "testbed clean" in manifest["error"]
@@ -302,3 +306,21 @@ def test_clean_says_when_it_could_not_look_for_containers(no_leftovers, tmp_path
     assert res.returncode == 1
     assert "could not look for containers" in res.stderr and "not reachable" in res.stderr
     assert "nothing to remove" not in res.stdout
+
+
+def test_run_pointers_tell_live_runs_from_killed_ones(tmp_path, monkeypatch):
+    """A pointer names a live run only while the process with its pid and start time runs: a
+    dead pid, or a pid since reused by another process, is a killed run."""
+    from testbed import rundir
+
+    monkeypatch.setattr(rundir, "RUNS_DIR", str(tmp_path))
+    monkeypatch.setattr(rundir, "run_pointer", lambda lab: str(tmp_path / f"{lab}.json"))
+    rundir.record_running("live", str(tmp_path / "a"))
+    me = json.loads((tmp_path / "live.json").read_text())
+    (tmp_path / "reused.json").write_text(json.dumps(dict(me, lab="reused", pid_start=me["pid_start"] - 1)))
+    (tmp_path / "torn.json").write_text('{"lab": "to')
+    assert [p["lab"] for p in rundir.live_runs()] == ["live"]
+    assert [p["lab"] for p in rundir.killed_runs()] == ["reused"]
+    assert rundir.running_in(str(tmp_path / "a")) == os.getpid() and rundir.running_in(str(tmp_path)) is None
+    rundir.forget_running("live")
+    assert rundir.live_runs() == [] and rundir.running_in(str(tmp_path / "a")) is None
