@@ -3,10 +3,11 @@ experiments/abc/dp.yaml (data providers: T[3,5,5] with 15 and with 10 senders, R
 C[31,155]) and ci.yaml (communication intensive: C[10,155], C[31,155], R[5,31], R[31,5],
 T[5,2,5], T[3,5,5]), 155 components and 186 containers each, 2000 time units of 100 ms, 3 seeds.
 
-    python benchmarks/abc_paper.py [--set dp|ci|all] [--seeds N] [--no-run]
+    python benchmarks/abc_paper.py [--set dp|ci|ring-time-unit|all] [--seeds N] [--no-run]
 
 Runs `testbed experiment` on each file (resuming what is complete: about 6 minutes a run on 2
-cores, 12 runs for dp, 18 for ci), then writes benchmarks/results/abc_paper.json: per experiment,
+cores, 12 runs for dp, 18 for ci; ring-time-unit, the data-provider ring at 100 and 200 ms a
+time unit, 4 runs of 5 and 9 minutes), then writes benchmarks/results/abc_paper.json: per experiment,
 per point and measure the mean, the 95% confidence interval over seeds and the paper's value, the
 expected shapes' verdicts (tree < ring < cluster; within a factor 1.5 of the paper), and per run
 its measures. `--no-run` only gathers what the experiment directories hold.
@@ -26,7 +27,8 @@ import pandas as pd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-FILES = {"dp": "experiments/abc/dp.yaml", "ci": "experiments/abc/ci.yaml"}
+FILES = {"dp": "experiments/abc/dp.yaml", "ci": "experiments/abc/ci.yaml",
+         "ring-time-unit": "experiments/abc/ring-time-unit.yaml"}
 
 
 def _clean(v):
@@ -49,11 +51,11 @@ def gather(out_dir: str) -> Dict[str, object]:
 
 def main(argv: List[str] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", choices=["dp", "ci", "all"], default="dp")
+    parser.add_argument("--set", choices=[*FILES, "all"], default="dp")
     parser.add_argument("--seeds", type=int, help="seeds per point (default: the files', 3)")
     parser.add_argument("--no-run", action="store_true", help="gather what the experiment directories hold")
     args = parser.parse_args(argv)
-    names = ["dp", "ci"] if args.set == "all" else [args.set]
+    names = list(FILES) if args.set == "all" else [args.set]
     path = os.path.join(HERE, "results", "abc_paper.json")
     kept = {}
     if os.path.exists(path):  # the other set's results stay
