@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from . import dockerd
-from .names import ENV_LAB, IPTABLES_RULE, LABEL_LAB, STATE_DIR, container_filter, lab_id_of, link_lab_id, state_path, table_of, workdir
+from .names import (ENV_LAB, IPTABLES_RULE, LABEL_LAB, STATE_DIR, container_filter, lab_id_of, link_lab_id, state_path,
+                    table_of, workdir)
 
 
 def _run(args: List[str], stdin: Optional[str] = None) -> subprocess.CompletedProcess:
