@@ -94,6 +94,7 @@ class MessageType(enum.IntEnum):
     GOSSIP_KNOWLEDGE = 20  # gossip: a node's knowledge (push), relayed with hops > 0
     GOSSIP_HEADERS = 21    # gossip: the header buffer (ids of received messages); never relayed
     GOSSIP_PULL = 22       # gossip: a pull request for missing messages; never relayed
+    GOSSIP_GROUPS = 23     # gossip: a grouper's member table of one group (DEECo groupers); never relayed
     CAUSAL_DATA = 30       # causal group communication: an event with its vector timestamp
     CAUSAL_RECOVERY = 31   # causal: a request for or reply with missing events
     MEMBERSHIP = 32        # causal: cluster management (ticket, join, leave, alive, update)

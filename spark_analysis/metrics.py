@@ -46,7 +46,7 @@ TYPE_CLASS = {
     MessageType.ACK: "control", MessageType.ABC_REQUEST: "control", MessageType.ABC_REPLY: "control",
     MessageType.ABC_TAKE: "control",
     MessageType.MEMBERSHIP: "control", MessageType.GOSSIP_HEADERS: "headers", MessageType.GOSSIP_PULL: "pulls",
-    MessageType.CAUSAL_RECOVERY: "pulls",
+    MessageType.GOSSIP_GROUPS: "control", MessageType.CAUSAL_RECOVERY: "pulls",
 }
 for _t in DATA_TYPES:
     TYPE_CLASS[_t] = "data"

@@ -21,6 +21,9 @@ _ROLES: Dict[str, str] = {
     "abc-cluster-server": "agents.abc.cluster",
     "abc-ring-server": "agents.abc.ring",
     "abc-tree-server": "agents.abc.tree",
+    # DEECo gossip (agents/deeco/): nodes hosting components, and groupers
+    "deeco-node": "agents.deeco.node",
+    "deeco-grouper": "agents.deeco.grouper",
 }
 
 #: roles that run no testbed agent: the node runs its image's (or its own) command

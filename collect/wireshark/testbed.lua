@@ -28,7 +28,7 @@ end
 local types = {
     [1] = "ACK", [2] = "PROBE",
     [10] = "ABC_REQUEST", [11] = "ABC_REPLY", [12] = "ABC_DATA", [13] = "ABC_TAKE",
-    [20] = "GOSSIP_KNOWLEDGE", [21] = "GOSSIP_HEADERS", [22] = "GOSSIP_PULL",
+    [20] = "GOSSIP_KNOWLEDGE", [21] = "GOSSIP_HEADERS", [22] = "GOSSIP_PULL", [23] = "GOSSIP_GROUPS",
     [30] = "CAUSAL_DATA", [31] = "CAUSAL_RECOVERY", [32] = "MEMBERSHIP",
 }
 local extension_types = {

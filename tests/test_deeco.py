@@ -1,0 +1,213 @@
+"""DEECo gossip (agents/deeco/): the real role classes on an in-memory network with random delays
+(tests/deeco_net.py), then the same roles in real runs on the radio medium and on a switch.
+
+The thesis is /work/shared/papers/deeco-gossip-manet.txt; rule numbers are its chapter 5's."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from typing import Dict, List
+
+import pytest
+
+from agents.deeco.grouper import owner
+from agents.roles import check_params, check_structure
+from tests.deeco_net import Net, grid, unit_disk
+
+R = 5.0  # Table 7's periods (s)
+
+
+def _knowledge_sends(net: Net, node: str) -> List[dict]:
+    return net.events(node, "send", type="GOSSIP_KNOWLEDGE")
+
+
+def _random_field(n: int, side: float, seed: int):
+    rng = random.Random(seed)
+    return {f"m{i}": (rng.uniform(0, side), rng.uniform(0, side)) for i in range(1, n + 1)}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_never_twice_never_ones_own_and_p1_reaches_every_node_of_a_connected_field(seed):
+    pos = _random_field(25, 400, seed)
+    graph = unit_disk(pos, 150)
+    nodes = {n: ("deeco-node", {"rebroadcast_probability": 1.0}) for n in pos}
+    net = Net(nodes, graph=graph, positions=pos, seed=seed)
+    net.run(31)
+    for name in net.agents:
+        relays = [(e["origin"], e["seq"]) for e in _knowledge_sends(net, name) if e["hops"] > 0]
+        assert len(relays) == len(set(relays)), f"{name} rebroadcast a message twice (Rule 13)"
+        assert all(origin != name for origin, _ in relays), f"{name} rebroadcast its own knowledge (Rule 13)"
+        got = [(e["component"], e["version"]) for e in net.events(name, "deliver")]
+        assert len(got) == len(set(got)), f"{name} accepted a version twice"
+    # the field is connected (checked here), so P = 1 floods every publication to every node
+    seen, todo = {"m1"}, ["m1"]
+    while todo:
+        for b in graph[todo.pop()] - seen:
+            seen.add(b)
+            todo.append(b)
+    if len(seen) == len(pos):
+        early = [(e["component"], e["version"]) for e in net.all_events("send", type="GOSSIP_KNOWLEDGE")
+                 if e["hops"] == 0 and e["t"] < 29]
+        for comp, version in early:
+            have = sum(1 for name in net.agents if name != comp and net.events(name, "deliver", component=comp,
+                                                                                   version=version))
+            assert have == len(pos) - 1, (comp, version, have)
+
+
+def test_p0_knowledge_reaches_only_radio_neighbours():
+    graph, pos = grid()
+    net = Net({n: ("deeco-node", {}) for n in graph}, graph=graph, positions=pos, seed=4)
+    net.run(30)
+    for name in net.agents:
+        senders = {e["sender"] for e in net.events(name, "deliver")}
+        assert senders == graph[name], name
+        assert {e["component"] for e in net.events(name, "deliver")} == graph[name]
+        assert all(e["hops"] == 0 for e in net.events(name, "deliver"))
+        assert not [e for e in _knowledge_sends(net, name) if e["hops"] > 0], "P = 0 rebroadcasts nothing"
+    # Rule 9: every node publishes at its fixed offset, every R_K
+    for name, agent in net.agents.items():
+        times = [e["t"] for e in _knowledge_sends(net, name)]
+        assert times == pytest.approx([agent.role.offset_s + k * R for k in range(len(times))])
+        assert len(times) == 6
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_nothing_is_rebroadcast_outside_the_boundary(seed):
+    # a line of 12 nodes 80 m apart, range 100 m: with P = 1 and a 250 m boundary, a node more
+    # than 250 m from the knowledge's source never rebroadcasts it, and the knowledge stops
+    # one hop beyond the boundary
+    pos = {f"n{i}": (80.0 * (i - 1), 0.0) for i in range(1, 13)}
+    graph = unit_disk(pos, 100)
+    net = Net({n: ("deeco-node", {"rebroadcast_probability": 1.0, "boundary_m": 250}) for n in pos},
+              graph=graph, positions=pos, seed=seed)
+    net.run(21)
+    relayed = 0
+    for name in net.agents:
+        for e in _knowledge_sends(net, name):
+            if e["hops"] > 0:
+                relayed += 1
+                d = math.dist(pos[name], pos[e["component"]])
+                assert d <= 250, f"{name} rebroadcast {e['component']}'s knowledge {d:.0f} m from it"
+        for e in net.events(name, "deliver"):
+            assert math.dist(pos[name], pos[e["component"]]) <= 250 + 100
+    assert relayed > 0
+    # without the boundary the same field floods end to end
+    free = Net({n: ("deeco-node", {"rebroadcast_probability": 1.0}) for n in pos}, graph=graph, positions=pos,
+               seed=seed)
+    free.run(21)
+    assert free.events("n12", "deliver", component="n1")
+    assert not net.events("n12", "deliver", component="n1")
+
+
+def _use_case(seed: int, kill_at=None) -> Net:
+    graph, pos = grid()
+    net = Net({n: ("deeco-node", {"pull": True}) for n in graph}, graph=graph, positions=pos, seed=seed)
+    if kill_at is not None:
+        net.kill("n1", kill_at)
+    net.run(60)
+    return net
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_use_case_node_9_gets_node_1s_knowledge_only_by_pulling_every_two_periods(seed):
+    """Table 8: P = 0, Table 7's periods; 9 is three hops from 1."""
+    net = _use_case(seed)
+    got = net.events("n9", "deliver", component="n1")
+    assert got, "9 gets 1's knowledge"
+    relays = {(e["origin"], e["seq"]): e for n in net.agents for e in _knowledge_sends(net, n) if e["hops"] > 0}
+    for e in got:
+        assert e["hops"] >= 3 and relays[(e["origin"], e["seq"])]["pulled"], "only pulled copies reach 9"
+    times = [e["t"] for e in got]
+    assert 2 * R <= times[0] <= 4 * R, times  # the thesis: 15.2 s, about 3 R_P
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert gaps and all(abs(g - R * round(g / R)) < 0.5 for g in gaps), gaps  # a whole number of periods
+    assert statistics.median(gaps) == pytest.approx(2 * R, abs=0.5), gaps  # the thesis: every 10 s
+    # headers and pulls are never retransmitted (Rule 18)
+    for name in net.agents:
+        for e in net.events(name, "send"):
+            if e["type"] in ("GOSSIP_HEADERS", "GOSSIP_PULL"):
+                assert e["hops"] == 0 and e["origin"] == name
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_use_case_node_1_killed_the_others_pull_then_stop_within_the_pull_timeout(seed):
+    """Table 9: node 1 fails at 20 s."""
+    net = _use_case(seed, kill_at=20.0)
+    role = net.agents["n1"].role
+    last_pub = max(e["t"] for e in _knowledge_sends(net, "n1") if e["hops"] == 0)
+    assert last_pub < 20.0
+    t_m, t_p = role.t_m / 1e9, role.t_p / 1e9
+    neighbours = {"n2", "n4"}
+    starts: Dict[str, float] = {}
+    for name in net.agents:
+        if name == "n1":
+            continue
+        pulls = [e["t"] for e in net.events(name, "send", type="GOSSIP_PULL") if "n1" in e["components"]]
+        assert all(t < last_pub + t_p for t in pulls), f"{name} pulls after 1's last knowledge + T_p"
+        last_got = max((e["t"] for e in net.events(name, "deliver", component="n1")), default=0.0)
+        after = [t for t in pulls if t > last_got]
+        if after:
+            starts[name] = after[0]
+            stopped = [e["t"] for e in net.events(name, "state", state="deeco stopped pulling", component="n1")]
+            assert stopped and last_pub + t_p <= stopped[-1] <= last_pub + t_p + R + 0.2, (name, stopped)
+    # a node pulls at a pull tick in [l + T_m, g + T_p): a window of T_p - T_m = 4 s of every
+    # R_P = 5 s, so a node may miss it (Table 9 lists 6 of the 8 too)
+    assert len(starts) >= 5 and neighbours & set(starts), "1's neighbours pull it once it stops publishing"
+    for n in neighbours & set(starts):
+        assert starts[n] >= last_pub + t_m, "a neighbour pulls only once its fresh copy is T_m old"
+    first = min(starts, key=starts.get)
+    assert first not in neighbours, f"distant nodes pull first: {sorted(starts.items(), key=lambda kv: kv[1])}"
+    assert not [e for e in net.all_events("deliver", component="n1") if e["t"] >= last_pub + t_p]
+
+
+def _ip(n: int, groupers: int, p: float, c: int, groups: int, seed: int) -> Net:
+    nodes = {}
+    gnames = [f"g{i}" for i in range(1, groupers + 1)]
+    for i in range(1, n + 1):
+        name = f"h{i}"
+        params = {"via": "ip", "rebroadcast_probability": p, "fanout": c, "group": f"route{i % groups}"}
+        if groupers:
+            params["groupers"] = [gnames[i % groupers]]
+        nodes[name] = ("deeco-node", params)
+    for g in gnames:
+        nodes[g] = ("deeco-grouper", {"rebroadcast_probability": p, "fanout": c})
+    net = Net(nodes, seed=seed, delay=(0.001, 0.01))
+    net.run(60)
+    return net
+
+
+def test_grouper_clients_learn_their_group_and_gossip_inside_it_with_fewer_messages():
+    simple, grouped = _ip(24, 0, 0.5, 2, 4, seed=5), _ip(24, 3, 0.5, 2, 4, seed=5)
+    ring = [f"g{i}" for i in range(1, 4)]
+    for name, agent in grouped.agents.items():
+        if name.startswith("h"):
+            group = agent.role.group
+            peers = set(agent.role.known_peers())
+            members = {m for m, a in grouped.agents.items() if m.startswith("h") and a.role.group == group}
+            assert peers == (members - {name}) | {owner(group, ring)}, name
+            assert not [e for e in _knowledge_sends(grouped, name) if e["hops"] > 0], "clients never rebroadcast"
+    # the owner learned every member of its groups (out-of-range knowledge went round the ring)
+    for g in ring:
+        for group, members in grouped.agents[g].role.members.items():
+            assert owner(group, ring) == g
+    count = lambda net: len(net.all_events("send"))  # noqa: E731
+    assert count(grouped) < count(simple) / 2, (count(grouped), count(simple))
+
+
+def test_every_parameter_is_checked_and_structure_mistakes_name_the_field():
+    assert check_params("deeco-node", {"rebroadcast_probability": 0.5, "boundary_m": 500, "pull": True}) is None
+    for bad in ({"rebroadcast_probability": 1.5}, {"rebroadcast_probability": float("nan")},
+                {"knowledge_period_ms": 0}, {"knowledge_period_ms": float("inf")}, {"fanout": 0},
+                {"boundary_m": -1}, {"via": "wifi"}, {"pull": "yes"}, {"components": 0}, {"colour": 1}):
+        problem = check_params("deeco-node", bad)
+        assert problem is not None and problem[0] == next(iter(bad)), bad
+    nodes = {"a": {"id": 1, "role": "deeco-node", "params": {"groupers": ["b"]}},
+             "b": {"id": 2, "role": "deeco-node", "params": {}},
+             "g": {"id": 3, "role": "deeco-grouper", "params": {"via": "radio"}},
+             "c": {"id": 4, "role": "deeco-node", "params": {"peers": ["zz"]}}}
+    assert check_structure("deeco-node", "a", nodes)[0] == "groupers"
+    assert check_structure("deeco-grouper", "g", nodes)[0] == "via"
+    assert check_structure("deeco-node", "c", nodes)[0] == "peers"
+    assert check_structure("deeco-node", "b", nodes) is None
