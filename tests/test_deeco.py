@@ -211,3 +211,137 @@ def test_every_parameter_is_checked_and_structure_mistakes_name_the_field():
     assert check_structure("deeco-grouper", "g", nodes)[0] == "via"
     assert check_structure("deeco-node", "c", nodes)[0] == "peers"
     assert check_structure("deeco-node", "b", nodes) is None
+
+
+# -- real runs: the roles in containers on the radio medium -------------------------------------
+
+ROOT = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+USE_CASE = f"{ROOT}/scenarios/deeco-use-case.yaml"
+KILL = "timeline=[{at: 20s, action: kill, node: n1}]"
+GRID = grid()[0]
+
+
+def _testbed(*args, timeout=900):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "testbed", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT)
+
+
+def _read_run(run_dir: str) -> Dict[str, List[dict]]:
+    """Each node's events with `t` in seconds since the run's t0."""
+    import json
+    import os
+    with open(os.path.join(run_dir, "manifest.json")) as fh:
+        t0 = json.load(fh)["t0_ns"]
+    out = {}
+    for name in os.listdir(os.path.join(run_dir, "logs")):
+        with open(os.path.join(run_dir, "logs", name)) as fh:
+            events = [json.loads(line) for line in fh]
+        for e in events:
+            e["t"] = (e["t"] - t0) / 1e9
+        out[name[:-len(".jsonl")]] = events
+    return out
+
+
+class _Logged:
+    """The logs of a real run with Net.events' interface, so the same assertions read both."""
+
+    def __init__(self, logs: Dict[str, List[dict]]) -> None:
+        self.logs = logs
+        self.agents = logs
+
+    def events(self, node: str, event: str, **match) -> List[dict]:
+        return [e for e in self.logs[node] if e["event"] == event and all(e.get(k) == v for k, v in match.items())]
+
+    def all_events(self, event: str, **match) -> List[dict]:
+        return [e for node in self.logs for e in self.events(node, event, **match)]
+
+
+@pytest.fixture(scope="module")
+def deeco_runs(machine, images, tmp_path_factory):
+    """The use case with and without node 1's failure, P = 0 without pulling, and a boundary line."""
+    from testbed.cleanup import leftovers
+    base = tmp_path_factory.mktemp("deeco")
+    plan = {"use-case": (USE_CASE, ()), "kill": (USE_CASE, (KILL,)),
+            "p0": (USE_CASE, ("workload.defaults.params.pull=false", "duration=16s")),
+            "boundary": (f"{ROOT}/scenarios/deeco-boundary-line.yaml", ())}
+    dirs = {}
+    for name, (scenario, sets) in plan.items():
+        out = base / name
+        args = ["run", scenario, "--out", str(out), "--quiet"]
+        for item in sets:
+            args += ["--set", item]
+        res = _testbed(*args)
+        assert res.returncode == 0, f"{name}: {res.stderr[-3000:]}"
+        dirs[name] = str(out)
+    assert not leftovers(), "the runs left testbed objects behind"
+    return dirs
+
+
+@pytest.mark.network
+def test_real_use_case_node_9_gets_node_1s_knowledge_by_pulling_every_two_periods(deeco_runs):
+    run = _Logged(_read_run(deeco_runs["use-case"]))
+    assert not run.all_events("error")
+    got = [e for e in run.events("n9", "deliver") if e["component"] == "n1"]
+    assert got and all(e["hops"] >= 3 for e in got), "9 gets 1's knowledge, only through relays"
+    pulled = {(e["origin"], e["seq"], e["node"]) for e in run.all_events("send", type="GOSSIP_KNOWLEDGE")
+              if e["hops"] > 0 and e["pulled"]}
+    assert all((e["origin"], e["seq"], e["sender"]) in pulled for e in got), "every copy 9 got was a pulled one"
+    times = [e["t"] for e in got]
+    assert 2 * R <= times[0] <= 4 * R, times
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert len(gaps) >= 2 and all(abs(g - R * round(g / R)) < 0.5 for g in gaps), gaps
+    assert statistics.median(gaps) == pytest.approx(2 * R, abs=0.5), gaps
+    for name in run.agents:  # pushed knowledge (hop 0) comes from radio neighbours only
+        assert {e["sender"] for e in run.events(name, "deliver") if e["hops"] == 0} == GRID[name], name
+
+
+@pytest.mark.network
+def test_real_use_case_node_1_killed_the_others_pull_then_stop(deeco_runs):
+    run = _Logged(_read_run(deeco_runs["kill"]))
+    assert not run.all_events("error")
+    pubs = [e["t"] for e in run.events("n1", "send", type="GOSSIP_KNOWLEDGE") if e["hops"] == 0]
+    last_pub = max(pubs)
+    assert 15 < last_pub < 20.5
+    starts = {}
+    for name in run.agents:
+        if name == "n1":
+            continue
+        pulls = [e["t"] for e in run.events(name, "send", type="GOSSIP_PULL") if "n1" in e["components"]]
+        assert all(t < last_pub + 10 for t in pulls), f"{name} pulls 1 after its last knowledge + T_p"
+        last_got = max((e["t"] for e in run.events(name, "deliver") if e["component"] == "n1"), default=0.0)
+        after = [t for t in pulls if t > last_got]
+        if after:
+            starts[name] = after[0]
+            stopped = [e["t"] for e in run.events(name, "state", state="deeco stopped pulling", component="n1")]
+            assert stopped and last_pub + 10 <= stopped[-1] <= last_pub + 10 + R + 0.5, (name, stopped)
+    assert len(starts) >= 5 and {"n2", "n4"} & set(starts), starts
+    for n in {"n2", "n4"} & set(starts):
+        assert starts[n] >= last_pub + 6
+    assert min(starts, key=starts.get) not in ("n2", "n4"), starts
+    assert not [e for e in run.all_events("deliver") if e["component"] == "n1" and e["t"] >= last_pub + 10]
+
+
+@pytest.mark.network
+def test_real_p0_without_pulling_knowledge_reaches_only_radio_neighbours(deeco_runs):
+    run = _Logged(_read_run(deeco_runs["p0"]))
+    for name in run.agents:
+        got = run.events(name, "deliver")
+        assert {e["component"] for e in got} == GRID[name] == {e["sender"] for e in got}, name
+        assert not [e for e in run.events(name, "send") if e.get("hops")], "nothing is rebroadcast"
+        pubs = [e["t"] for e in run.events(name, "send") if e["type"] == "GOSSIP_KNOWLEDGE"]
+        assert len(pubs) == math.floor((16 - pubs[0]) / R) + 1 and pubs[0] < R + 0.5  # Rule 9: every R_K from o
+        assert all(abs(b - a - R) < 0.2 for a, b in zip(pubs, pubs[1:])), pubs
+
+
+@pytest.mark.network
+def test_real_boundary_run_rebroadcasts_nothing_outside_the_boundary(deeco_runs):
+    run = _Logged(_read_run(deeco_runs["boundary"]))
+    x = {f"n{i}": 80.0 * (i - 1) for i in range(1, 6)}
+    relays = [e for e in run.all_events("send", type="GOSSIP_KNOWLEDGE") if e["hops"] > 0]
+    assert relays, "P = 1 rebroadcasts inside the boundary"
+    for e in relays:
+        assert abs(x[e["node"]] - x[e["component"]]) <= 100, e
+    # 1's knowledge: 2 (80 m) rebroadcasts it, 3 (160 m) hears it but must not pass it on, 4 never gets it
+    assert run.events("n3", "deliver", component="n1") and not run.events("n4", "deliver", component="n1")
