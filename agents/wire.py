@@ -22,6 +22,7 @@ This file is copied into the agent image: the standard library only.
 from __future__ import annotations
 
 import enum
+import json
 import struct
 from dataclasses import dataclass, field
 from typing import Dict, List, NamedTuple, Optional, Tuple
@@ -80,6 +81,22 @@ BASE_LEN = _packed_end(HEADER)  # 32
 TLV = struct.Struct("!BH")
 #: a UDP payload that fits one Ethernet frame with IPv4 and UDP headers: 1500 - 20 - 8
 MAX_DATAGRAM = 1472
+
+
+def json_body(body: Dict[str, object], size: int = 0) -> bytes:
+    """A message body as compact JSON, padded with spaces to `size` bytes when shorter (JSON
+    readers skip the trailing whitespace): the AbC and DEECo roles' bodies."""
+    data = json.dumps(body, separators=(",", ":")).encode()
+    return data + b" " * (size - len(data)) if size > len(data) else data
+
+
+def read_json_body(payload: bytes) -> Dict[str, object]:
+    """The JSON object a body holds; {} for anything else (not UTF-8, not JSON, not an object)."""
+    try:
+        body = json.loads(payload.decode() or "{}")
+    except (UnicodeDecodeError, ValueError):
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 class MessageType(enum.IntEnum):

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import json
 import random
 import time
 from collections import deque
 from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Tuple
 
 from ..roles import MAX_SECONDS, is_number
+from ..wire import json_body as encode  # noqa: F401 (the AbC roles import it from here)
+from ..wire import read_json_body as decode  # noqa: F401
 
 COMPONENT = "abc-component"
 VERTEX = "abc-vertex"  # a component running the graph-colouring example (agents/abc/colouring.py)
@@ -176,18 +177,6 @@ TRANSMITTER_FIELDS = {
 
 class StructureError(Exception):
     """The topology does not describe an infrastructure this role can run in."""
-
-
-def encode(body: Dict[str, Any]) -> bytes:
-    return json.dumps(body, separators=(",", ":")).encode()
-
-
-def decode(payload: bytes) -> Dict[str, Any]:
-    try:
-        body = json.loads(payload.decode() or "{}")
-    except (UnicodeDecodeError, ValueError):
-        return {}
-    return body if isinstance(body, dict) else {}
 
 
 class Structure:

@@ -84,23 +84,23 @@ class DeecoGrouper(DeecoNode):
 
     def on_knowledge(self, header: Header, body: bytes, sender: str) -> Optional[Dict[str, Any]]:
         # rebroadcasts (the base class's, with P) go to the members of a group this grouper owns
-        group = decode(body).get("grp")
+        body_k = decode(body)
+        group = None if body_k.get("grp") is None else str(body_k["grp"])
+        owned = group is not None and owner(group, self.ring) == self.agent.name
         self._relay_to = None
-        if group is not None and owner(str(group), self.ring) == self.agent.name:
-            members = self.members.setdefault(str(group), set())
+        if owned:
+            members = self.members.setdefault(group, set())
             source = self.agent.by_id.get(header.origin)
             if source is not None:
                 members.add(source)
             self._relay_to = sorted(members - {self.agent.name, source})
         try:
-            k = super().on_knowledge(header, body, sender)
+            k = super().on_knowledge(header, body, sender, body_k)
         finally:
             self._relay_to = None
-        if k is None or k.get("grp") is None:
+        if k is None or group is None or owned:
             return k
-        if owner(str(k["grp"]), self.ring) == self.agent.name:
-            pass  # registered above
-        elif (header.origin, header.sequence) not in self.forwarded and self.next_grouper != self.agent.name:
+        if (header.origin, header.sequence) not in self.forwarded and self.next_grouper != self.agent.name:
             self.forwarded.add((header.origin, header.sequence))
             self.agent.send(MessageType.GOSSIP_KNOWLEDGE, body, to=[self.next_grouper], origin=header.origin,
                             sequence=header.sequence, hops=min(header.hops + 1, 255),

@@ -69,7 +69,6 @@ those of the node's `group` when it has one (the nodes interested in its knowled
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -77,6 +76,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..roles import MAX_BODY_BYTES, MAX_SECONDS, is_number, number_at_least, whole_at_least
 from ..runtime import Role, now_ns
 from ..wire import Ext, Flags, Header, MessageType
+from ..wire import json_body as encode
+from ..wire import read_json_body as decode
 
 NODE = "deeco-node"
 GROUPER = "deeco-grouper"
@@ -148,19 +149,6 @@ def check_structure(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[Tup
         if params.get("via") == "radio":
             return "via", "a node with groupers gossips on IP (Rule 16: groupers publish on infrastructure only)", "ip"
     return None
-
-
-def encode(body: Dict[str, Any], size: int = 0) -> bytes:
-    data = json.dumps(body, separators=(",", ":")).encode()
-    return data + b" " * (size - len(data)) if size > len(data) else data
-
-
-def decode(payload: bytes) -> Dict[str, Any]:
-    try:
-        body = json.loads(payload.decode() or "{}")
-    except (UnicodeDecodeError, ValueError):
-        return {}
-    return body if isinstance(body, dict) else {}
 
 
 def deeco_nodes(nodes: Dict[str, Dict[str, Any]]) -> List[str]:
@@ -343,10 +331,12 @@ class DeecoNode(Role):
         elif header.type == MessageType.GOSSIP_GROUPS:
             self.on_table(decode(body), sender)
 
-    def on_knowledge(self, header: Header, body: bytes, sender: str) -> Optional[Dict[str, Any]]:
+    def on_knowledge(self, header: Header, body: bytes, sender: str,
+                     k: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
         """Accept a newer version (Rule 19), then decide on a rebroadcast (Rules 12-14, 24).
-        Returns the decoded knowledge, None when it is the node's own or not knowledge."""
-        k = decode(body)
+        `k` is the body decoded, when the caller has it. Returns the decoded knowledge, None when
+        it is the node's own or not knowledge."""
+        k = decode(body) if k is None else k
         comp, version, created = k.get("c"), k.get("v"), k.get("t")
         if not isinstance(comp, str) or not isinstance(version, int) or not isinstance(created, int):
             self.agent.log.write("drop", reason="not DEECo knowledge", sender=sender)
