@@ -75,9 +75,10 @@ links: [[p1, s], [p2, s], [d1, s]]
             subprocess.run(["readlink", f"/proc/{lab.hosts[node].pid}/ns/net"], capture_output=True, text=True).stdout
 
 
-def _measure_loss(lab, src, dst, port, count=3000, pps=3000):
+def _measure_loss(lab, src, dst, port, count=3000, pps=3000, warm=True):
     dst_ip = str(lab.address(dst).ip)
-    warm_arp(lab, src, dst_ip)
+    if warm:
+        warm_arp(lab, src, dst_ip)
     receiver = start_probe(lab, dst, "udp-recv", port, 2)
     run_probe(lab, src, "udp-send", dst_ip, port, count, pps)
     return finish(receiver)
@@ -102,7 +103,9 @@ def test_loss_changes_while_running_and_returns_to_zero(lab_factory):
     assert _measure_loss(lab, "a", "b", 5002, count=1000)["unique"] == 1000
     lossy = lab.topo.links[0].forward.merged(loss=0.5)
     lab.set_link(0, lossy)
-    lost = 2000 - _measure_loss(lab, "a", "b", 5003, count=2000)["unique"]
+    # The clean measurement just before resolved b's address. A ping through 50% loss each way gets
+    # through one time in four, so 20 of them all failed in one CI run in a few hundred: no check here.
+    lost = 2000 - _measure_loss(lab, "a", "b", 5003, count=2000, warm=False)["unique"]
     lo, hi = binomial_interval(2000, 0.5)
     assert lo <= lost <= hi
     lab.set_link(0, lossy.merged(loss=0.0))
