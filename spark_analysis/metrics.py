@@ -668,6 +668,19 @@ def _ms(ns) -> Optional[float]:
     return None if ns is None or ns != ns else float(ns) / 1e6
 
 
+def nice_step(span: float, points: int = 100) -> float:
+    """The least of 1, 2, 5 × 10^k that covers `span` in at most `points` steps (the time axis of
+    the protocol analyses' over_time series)."""
+    if span <= 0:
+        return 1.0
+    raw = span / points
+    power = 10.0 ** np.floor(np.log10(raw))
+    for m in (1, 2, 5, 10):
+        if m * power >= raw * (1 - 1e-12):
+            return float(m * power)
+    return float(10 * power)
+
+
 def stats_ms(values_ns: np.ndarray) -> Dict[str, object]:
     """min, quartiles, p95, p99, max and mean of nanosecond values, in milliseconds (exact)."""
     v = np.asarray(values_ns, dtype=np.float64)

@@ -58,7 +58,7 @@ import pandas as pd
 from agents.wire import MessageType
 
 from ..html import escape, fmt, table
-from ..metrics import stats_ms
+from ..metrics import nice_step, stats_ms
 
 NAME = "abc"
 ROLES = ("abc-component", "abc-vertex", "abc-cluster-server", "abc-ring-server", "abc-tree-server")
@@ -135,18 +135,6 @@ def colouring(manifest: dict, coloured: Optional[pd.DataFrame]) -> Optional[Dict
     }
 
 
-def _nice_step(span: float) -> float:
-    """The least of 1, 2, 5 × 10^k that covers `span` in at most POINTS steps."""
-    if span <= 0:
-        return 1.0
-    raw = span / POINTS
-    power = 10.0 ** np.floor(np.log10(raw))
-    for m in (1, 2, 5, 10):
-        if m * power >= raw * (1 - 1e-12):
-            return float(m * power)
-    return float(10 * power)
-
-
 def _cumulative_mean(done_ns: np.ndarray, values_ns: np.ndarray, at_ns: np.ndarray) -> np.ndarray:
     """At each of at_ns, the mean (ns) of the values whose done time is at or before it; NaN where none."""
     order = np.argsort(done_ns, kind="stable")
@@ -187,7 +175,7 @@ class _Clock:
     def samples(self, last_ns: int) -> np.ndarray:
         """Sample times (ns) at a regular step from t0 to the later of last_ns and the horizon."""
         end = max(last_ns, self.horizon or last_ns) - self.t0
-        step = _nice_step(end / self.unit_ns)
+        step = nice_step(end / self.unit_ns, POINTS)
         n = max(1, int(np.ceil(end / self.unit_ns / step - 1e-9)))
         return self.t0 + np.round(np.arange(1, n + 1) * step * self.unit_ns).astype(np.int64)
 
