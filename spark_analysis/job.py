@@ -131,7 +131,7 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
         files, corrupt, notable, undeclared = inputs.files, inputs.unreadable, inputs.notable, inputs.undeclared
         prog.stage("metrics")
         c = Collected(runs, inputs.sends, inputs.deliveries, inputs.receptions, inputs.wire, inputs.packets,
-                      {r.run_id: r.t0 for r in runs})
+                      {r.run_id: r.t0 for r in runs}, inputs.sent)
     else:
         prog.stage("decoding pcaps")
         # each capture is decoded and reduced in the task that reads it; the per-packet table is
@@ -291,6 +291,7 @@ def _measures(runs: List[RunInfo], c, files: List[dict], corrupt: Dict[str, int]
             "messages": c.message_level(rid),
             "overhead": c.overhead(rid),
             "application": c.application_level(rid),
+            "sent": c.sent(rid),
             "gossip": None,  # filled in by the checks' thread
             **{p.NAME: p.measures(*c.data[rid].frames(set(p.TYPES)), r.manifest, mine[mine["state"].isin(p.STATES)])
                for p in plugins() for mine in [notable[(notable["run"] == rid) & (notable["event"] == "state")]]},

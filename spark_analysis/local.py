@@ -6,8 +6,9 @@ first, dealt out over the cores. Each task:
 - for a pcap: decodes it (spark_analysis.pcapreader), writes its rows of packets.parquet itself
   (pyarrow) and reduces it (spark_analysis.reduce) to its receptions, wire sends and packet counts;
 - for a log: reads it (spark_analysis.logreader), writes its rows of events.parquet and keeps its
-  application sends (with their intended receivers), deliveries, and the few events the results
-  need in full (the roles' errors, the state events protocol analyses read).
+  application sends (with their intended receivers), deliveries, its sent counts (every send,
+  relays included, per node, type and relayed: spark_analysis.metrics.sent_counts) and the few
+  events the results need in full (the roles' errors, the state events protocol analyses read).
 
 A run whose process was killed and that `testbed clean` has not finished yet is read as it was
 left (testbed/rundir.py): a node's per-interface captures (<node>.<interface>.pcap) are decoded
@@ -61,6 +62,7 @@ class Inputs:
     packets: object             # pandas: packet counts per (run, node, type, direction, second)
     notable: object             # pandas: the errors and the protocol analyses' state events, every column
     undeclared: Dict[str, List[str]]  # run id -> log fields no declaration names
+    sent: object                # pandas: send events counted per (run, node, type, relayed) (metrics.SENT_COLUMNS)
 
 
 def read_inputs(spark, runs: List[RunInfo], partial: Dict[str, str]) -> Inputs:
@@ -212,7 +214,7 @@ def read_captures(paths: List[str], node_id: int, local):
 
 
 def log_task(info: dict, path: str) -> dict:
-    """Read one log; write its events and hand over its sends, deliveries and notable events."""
+    """Read one log; write its events and hand over its sends, deliveries, sent counts and notable events."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -239,6 +241,9 @@ def log_task(info: dict, path: str) -> dict:
     if sends.num_rows:
         sends = sends.append_column("intended", intended_receivers(sends, info["receivers"]))
         _write_ipc(_names_encoded(sends.select(SEND_COLUMNS)), os.path.join(info["hand"], f"sends-{stem}.arrow"))
+    sent = sent_counts(table)
+    if sent.num_rows:
+        _write_ipc(sent, os.path.join(info["hand"], f"sent-{stem}.arrow"))
     deliveries = table.filter(pc.equal(event, "deliver"))
     if deliveries.num_rows:
         _write_ipc(_names_encoded(deliveries.select(DELIVERY_COLUMNS)),
@@ -249,6 +254,47 @@ def log_task(info: dict, path: str) -> dict:
         _write_ipc(notable.drop_columns(["_corrupt_record"]), os.path.join(info["hand"], f"notable-{stem}.arrow"))
     return {"node": stem, "records": n, "other": 0, "damage": "[]", "unreadable": unreadable,
             "undeclared": undeclared}
+
+
+def transmissions_array(to):
+    """metrics.transmissions of each value of a `to` column (Arrow strings), as an int64 numpy
+    array: worked out once per distinct value (a log holds few: "broadcast", names, the lists
+    its IP gossip drew)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .metrics import transmissions
+
+    if not len(to):
+        return np.zeros(0, np.int64)
+    enc = pc.dictionary_encode(to)
+    enc = enc.combine_chunks() if isinstance(enc, pa.ChunkedArray) else enc
+    lut = np.array([transmissions(v) for v in enc.dictionary.to_pylist()] + [transmissions(None)], np.int64)
+    return lut[np.asarray(pc.fill_null(enc.indices, len(lut) - 1).to_numpy(), np.int64)]
+
+
+def sent_counts(table):
+    """A log's send events, relays included, counted per (run, node, type, relayed = hops > 0):
+    messages, transmissions, datagrams (frags x transmissions) and bytes (bytes x transmissions),
+    the columns metrics.SENT_COLUMNS names (Spark's grouping is metrics.sent_counts)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .metrics import SENT_COLUMNS, SENT_COUNTS
+
+    sends = table.filter(pc.equal(table.column("event"), "send"))
+    tx = pa.array(transmissions_array(sends.column("to")), pa.int64())
+    rows = pa.table({
+        "run": sends.column("run"), "node": sends.column("node"), "type": sends.column("type"),
+        "relayed": pc.greater(pc.fill_null(sends.column("hops"), 0), 0),
+        "messages": pa.array(np.ones(sends.num_rows, np.int64)),
+        "transmissions": tx,
+        "datagrams": pc.fill_null(pc.multiply(sends.column("frags"), tx), 0),
+        "bytes": pc.fill_null(pc.multiply(sends.column("bytes"), tx), 0)})
+    grouped = rows.group_by(SENT_COLUMNS[:4], use_threads=False).aggregate([(c, "sum") for c in SENT_COUNTS])
+    return grouped.select(SENT_COLUMNS[:4] + [f"{c}_sum" for c in SENT_COUNTS]).rename_columns(SENT_COLUMNS)
 
 
 def _names_encoded(table):
@@ -328,6 +374,7 @@ def _gather(runs: List[RunInfo], plan, summaries: List[dict]) -> Inputs:
 
     from .inputs import packet_schema_arrow
     from .logreader import arrow_schema
+    from .metrics import SENT_COUNTS, sent_frame
 
     for r in runs:  # a run without rows still gets readable (empty) tables
         info = plan[r.uri]
@@ -356,6 +403,9 @@ def _gather(runs: List[RunInfo], plan, summaries: List[dict]) -> Inputs:
     packets = counts.groupby(["run", "node", "type", "direction", "second"], as_index=False)[COUNT_COLUMNS].sum()
     notable = load("notable", arrow_schema().remove(arrow_schema().get_field_index("_corrupt_record"))
                    .append(pa.field("run", pa.string()))).to_pandas()
+    sent = sent_frame(load("sent", pa.schema([("run", pa.string()), ("node", pa.string()), ("type", pa.string()),
+                                               ("relayed", pa.bool_())]
+                                              + [(c, pa.int64()) for c in SENT_COUNTS])).to_pandas())
 
     files, unreadable = [], {r.run_id: 0 for r in runs}
     undeclared: Dict[str, set] = {r.run_id: set() for r in runs}
@@ -367,7 +417,7 @@ def _gather(runs: List[RunInfo], plan, summaries: List[dict]) -> Inputs:
             unreadable[s["run"]] += int(s["unreadable"] or 0)
             undeclared[s["run"]].update(s.get("undeclared") or [])
     return Inputs(files, unreadable, sends, deliveries, receptions, wire, pd.DataFrame(packets), notable,
-                  {rid: sorted(fields) for rid, fields in undeclared.items()})
+                  {rid: sorted(fields) for rid, fields in undeclared.items()}, sent)
 
 
 def _reduced_schema(pa, columns: List[str]):

@@ -27,10 +27,15 @@ Definitions (written down in docs/ANALYSIS.md):
 - Overhead per type: packets and bytes sent (each transmission counted once, at its sender),
   header bytes (Ethernet, IPv4, UDP and the testbed header), retransmissions (RETRANSMISSION flag),
   and per delivered data message (a reached receiver of a data message).
+- Messages sent, from the logs (RunData.sent): every `send` event, relays included, counted per
+  (node, type, relayed = hops > 0): messages (send events), transmissions (the recipients of each:
+  see `transmissions`), datagrams (frags x transmissions) and bytes (bytes x transmissions); a
+  send that does not log frags or bytes adds none.
 """
 
 from __future__ import annotations
 
+import json
 from functools import cached_property
 from typing import Dict, List, Optional, Tuple
 
@@ -57,6 +62,69 @@ def type_name(code) -> str:
         return MessageType(int(code)).name
     except (ValueError, TypeError):
         return f"TYPE_{code}"
+
+
+#: the sent counts' columns (RunData.sent has them but `run`), and the counts among them
+SENT_COLUMNS = ["run", "node", "type", "relayed", "messages", "transmissions", "datagrams", "bytes"]
+SENT_COUNTS = ["messages", "transmissions", "datagrams", "bytes"]
+
+
+def transmissions(to: Optional[str]) -> int:
+    """The transmissions one send event stands for, from its `to` as the events table holds it (a
+    name, "broadcast", or a list's JSON text): a JSON list's length (each node named is sent its
+    own copy: IP gossip to C peers is C transmissions), else 1: a broadcast is one transmission
+    however many hear it, a single name one, and so is a send that names no `to` (or a text
+    that only looks like a list). Spark's form is `transmissions_column`, Arrow's
+    spark_analysis.local.transmissions_array; the three agree."""
+    if to is None or not to.startswith("["):
+        return 1
+    try:
+        value = json.loads(to)
+    except ValueError:
+        return 1
+    return len(value) if isinstance(value, list) else 1
+
+
+def transmissions_column(F, T):
+    """`transmissions` of the events' `to` column, as a Spark column."""
+    listed = F.when(F.col("to").startswith("["), F.from_json(F.col("to"), T.ArrayType(T.StringType())))
+    return F.when(listed.isNotNull(), F.size(listed)).otherwise(F.lit(1)).cast("long")
+
+
+def sent_counts(events):
+    """Every send event (relays included) counted per (run, node, type, relayed): Spark's
+    grouping, the general path's (spark_analysis.local.sent_counts is the local engine's)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    tx = transmissions_column(F, T)
+    sends = events.filter(F.col("event") == "send").select(
+        "run", "node", "type", (F.coalesce(F.col("hops"), F.lit(0)) > 0).alias("relayed"), tx.alias("_tx"),
+        "frags", "bytes")
+    return sends.groupBy("run", "node", "type", "relayed").agg(
+        F.count(F.lit(1)).alias("messages"), F.sum("_tx").alias("transmissions"),
+        F.coalesce(F.sum(F.col("frags") * F.col("_tx")), F.lit(0)).alias("datagrams"),
+        F.coalesce(F.sum(F.col("bytes") * F.col("_tx")), F.lit(0)).alias("bytes"))
+
+
+def sent_frame(frame=None):
+    """The sent counts as one pandas frame of SENT_COLUMNS, whoever grouped them: summed again
+    per (run, node, type, relayed) (a null node or type a group of its own), in that order,
+    counts as int64."""
+    import pandas as pd
+
+    keys = SENT_COLUMNS[:4]
+    if frame is None or not len(frame):
+        out = pd.DataFrame({c: pd.Series([], dtype=object) for c in keys[:3]})
+        out["relayed"] = pd.Series([], dtype=bool)
+        for c in SENT_COUNTS:
+            out[c] = pd.Series([], dtype="int64")
+        return out
+    frame = frame[SENT_COLUMNS].astype({c: object for c in keys[:3]})
+    frame = frame.astype({"relayed": bool, **{c: "int64" for c in SENT_COUNTS}})
+    out = frame.groupby(keys, dropna=False, as_index=False, sort=False)[SENT_COUNTS].sum()
+    out = out.sort_values(keys, kind="stable", na_position="last").reset_index(drop=True)
+    return out.astype({c: object for c in keys[:3]}).astype({c: "int64" for c in SENT_COUNTS})
 
 
 def intended_receivers(sends, schedule):
@@ -101,6 +169,8 @@ class RunMetrics:
                               & (F.coalesce(F.col("hops"), F.lit(0)) == 0))
         self.sends = intended_receivers(sends, schedule)
         self.deliveries = events.filter(F.col("event") == "deliver")
+        # every send, relays included, counted per (run, node, type, relayed)
+        self.sent = sent_counts(events)
 
         from .inputs import KIND_COUNTS, KIND_RECEPTION, KIND_SEND
         kind = F.col("kind")
@@ -126,7 +196,8 @@ class RunMetrics:
             receptions=self.receptions.toArrow(),
             wire=self.wire.toArrow(),
             packets=self.packet_counts.toPandas(),
-            t0=self.t0)
+            t0=self.t0,
+            sent=self.sent.select(*SENT_COLUMNS).toPandas())
 
 
 # -- integer codes ---------------------------------------------------------------------------------
@@ -235,10 +306,14 @@ class RunData:
     can start before that join. Codes the join adds (a capture's node or a wire origin no log
     names) come after every code of the first step."""
 
-    def __init__(self, run, sends, deliveries, wire, packets, t0: int) -> None:
+    def __init__(self, run, sends, deliveries, wire, packets, t0: int, sent=None) -> None:
+        """sent: the run's sent counts (pandas, SENT_COLUMNS; `run` may be left out), none when None."""
         import pyarrow as pa
 
         self.run_id = run.run_id
+        #: every send event of the run, relays included, per (node, type, relayed): messages,
+        #: transmissions, datagrams, bytes (pandas)
+        self.sent = sent_frame(None if sent is None else sent.assign(run=run.run_id)).drop(columns=["run"])
         self.t0 = t0
         ids = run.node_ids
         self.nodes = Names(sorted(ids, key=lambda n: ids[n]))
@@ -403,7 +478,8 @@ class RunData:
 class Collected:
     """What the Spark actions returned, per run in integer codes, and the measures computed from it."""
 
-    def __init__(self, runs, sends, deliveries, receptions, wire, packets, t0) -> None:
+    def __init__(self, runs, sends, deliveries, receptions, wire, packets, t0, sent=None) -> None:
+        """sent: the sent counts of every run (pandas, SENT_COLUMNS), none when None."""
         import pyarrow.compute as pc
 
         self.nodes = {r.run_id: r.node_ids for r in runs}
@@ -418,8 +494,9 @@ class Collected:
         self._receptions = {}
         for r in runs:
             pk = packets[packets["run"] == r.run_id] if len(runs) > 1 else packets
+            mine = None if sent is None else sent[sent["run"] == r.run_id]
             self.data[r.run_id] = RunData(r, part(sends, r.run_id), part(deliveries, r.run_id), part(wire, r.run_id),
-                                          pk, t0[r.run_id])
+                                          pk, t0[r.run_id], mine)
             self._receptions[r.run_id] = part(receptions, r.run_id)
 
     def join_receptions(self) -> None:
@@ -549,6 +626,21 @@ class Collected:
                 "knowledge_age": stats_ms(age[dsel & produced_ok]),
                 "hops": ({"mean": float(hops.mean()), "max": int(hops.max())} if len(hops) else None),
             }
+        return out
+
+    def sent(self, run_id: str) -> Dict[str, dict]:
+        """results.json's `sent`: per type name (as logged; "untyped" for a send without one) and
+        in `total`, the send events (`messages`, relays among them `relayed_messages`), their
+        transmissions (`transmissions`, `relayed_transmissions`), `datagrams` and `bytes`."""
+        s = self.data[run_id].sent
+        relayed = s["relayed"].to_numpy(bool)
+        rows = s.assign(type=s["type"].where(s["type"].notna(), "untyped"),
+                        relayed_messages=np.where(relayed, s["messages"], 0),
+                        relayed_transmissions=np.where(relayed, s["transmissions"], 0))
+        fields = ["messages", "relayed_messages", "transmissions", "relayed_transmissions", "datagrams", "bytes"]
+        per = rows.groupby("type")[fields].sum()
+        out = {str(t): {f: int(row[f]) for f in fields} for t, row in per.iterrows()}
+        out["total"] = {f: int(rows[f].sum()) for f in fields}
         return out
 
     # -- series and per node --------------------------------------------------------------------

@@ -236,6 +236,17 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
                  for t, e in sorted(ov.get("by_type", {}).items())]
         parts.append(table(["class / type", "packets", "bytes", "header bytes", "retransmissions",
                              "packets per delivered message", "bytes per delivered message"], rows))
+    sent = res.get("sent", {})
+    if sent:
+        parts.append("<h2>Messages sent (event logs)</h2>")
+        fields = ["messages", "relayed_messages", "transmissions", "relayed_transmissions", "datagrams", "bytes"]
+        rows = [[t] + [e.get(f) for f in fields]
+                for t, e in sorted(sent.items(), key=lambda kv: (kv[0] == "total", kv[0]))]
+        parts.append(table(["type", "send events", "of them relays", "transmissions", "of them relays", "datagrams",
+                            "bytes"], rows))
+        parts.append("<p>Every send event, relays included. A send to a list of nodes is one transmission "
+                     "per node named; a broadcast, or a send to one node, is one. Datagrams and bytes count "
+                     "each transmission's.</p>")
     app = res.get("application", {})
     if app:
         parts.append("<h2>Application (event logs)</h2>")

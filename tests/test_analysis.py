@@ -297,6 +297,61 @@ ODD_LOGS = [b'{"t":1,"node":"a","msg":"2024-01-01"}\n{"t":2,"node":"b","msg":"x"
             ODD_LOG_LINES]
 
 
+#: `to` as the events table holds it -> the transmissions the send stands for (metrics.transmissions)
+TO_TRANSMISSIONS = [(None, 1), ("broadcast", 1), ("c2", 1), ('["c2"]', 1), ('["c2","c3","c4"]', 3),
+                    ('["c2", "c3"]', 2), ("[]", 0), ('["c1",{"x":[1,"]"]}]', 2), ("[5,6]", 2),
+                    ("[not json", 1), ('{"a":1}', 1)]
+
+
+def test_a_send_is_one_transmission_per_node_it_names_and_one_for_a_broadcast():
+    import pyarrow as pa
+
+    from spark_analysis.local import transmissions_array
+    from spark_analysis.metrics import transmissions
+
+    for to, n in TO_TRANSMISSIONS:
+        assert transmissions(to) == n, to
+    column = pa.chunked_array([[to for to, _ in TO_TRANSMISSIONS[:5]], [to for to, _ in TO_TRANSMISSIONS[5:]]])
+    assert transmissions_array(column).tolist() == [n for _, n in TO_TRANSMISSIONS]
+    assert transmissions_array(pa.chunked_array([], pa.string())).tolist() == []
+
+
+def test_the_local_engine_counts_every_send_per_node_type_and_relay():
+    """A log's send events (relays included) per (node, type, relayed): transmissions by `to`,
+    datagrams and bytes per transmission, a send without frags or bytes adding none."""
+    import pyarrow as pa
+
+    from spark_analysis.local import sent_counts
+    from spark_analysis.logreader import read_log
+
+    events = [
+        {"type": "GOSSIP_KNOWLEDGE", "origin": "a", "to": "broadcast", "bytes": 100, "frags": 1, "hops": 0},
+        {"type": "GOSSIP_KNOWLEDGE", "origin": "b", "to": ["b", "c", "d"], "bytes": 2000, "frags": 2, "hops": 1},
+        {"type": "GOSSIP_KNOWLEDGE", "origin": "c", "to": ["b"], "bytes": 2000, "frags": 2, "hops": 2},
+        {"type": "GOSSIP_HEADERS", "origin": "a", "to": [], "bytes": 10, "frags": 1, "hops": 0},
+        {"type": "GOSSIP_HEADERS", "origin": "a", "to": "c"},
+    ]
+    lines = [{"t": i, "node": "a", "event": "send", "seq": i, **e} for i, e in enumerate(events)]
+    lines.append({"t": 9, "node": "a", "event": "deliver", "type": "GOSSIP_KNOWLEDGE", "origin": "b", "seq": 1})
+    table, _, _ = read_log("".join(json.dumps(line) + "\n" for line in lines).encode())
+    table = table.append_column("run", pa.repeat(pa.scalar("r"), table.num_rows))
+    got = {(r["type"], r["relayed"]): (r["messages"], r["transmissions"], r["datagrams"], r["bytes"])
+           for r in sent_counts(table).to_pylist()}
+    assert got == {("GOSSIP_KNOWLEDGE", False): (1, 1, 1, 100), ("GOSSIP_KNOWLEDGE", True): (2, 4, 8, 8000),
+                   ("GOSSIP_HEADERS", False): (2, 1, 0, 0)}
+
+
+def test_spark_counts_transmissions_by_the_same_rule(spark):
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from spark_analysis.metrics import transmissions_column
+
+    df = spark.createDataFrame([(i, to) for i, (to, _) in enumerate(TO_TRANSMISSIONS)], "i long, to string")
+    got = {r["i"]: r["n"] for r in df.select("i", transmissions_column(F, T).alias("n")).collect()}
+    assert [got[i] for i in range(len(TO_TRANSMISSIONS))] == [n for _, n in TO_TRANSMISSIONS]
+
+
 def test_log_reader_reads_every_line_as_sparks_json_reader_does(spark, tmp_path):
     """Arrow's reader with inferred types, the line-by-line path for files it refuses, and Spark's
     PERMISSIVE JSON reader: the same rows, the same text for unreadable lines."""
