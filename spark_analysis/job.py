@@ -293,7 +293,8 @@ def _measures(runs: List[RunInfo], c, files: List[dict], corrupt: Dict[str, int]
             "application": c.application_level(rid),
             "sent": c.sent(rid),
             "gossip": None,  # filled in by the checks' thread
-            **{p.NAME: p.measures(*c.data[rid].frames(set(p.TYPES)), r.manifest, mine[mine["state"].isin(p.STATES)])
+            **{p.NAME: p.measures(*c.data[rid].frames(set(p.TYPES)), r.manifest, mine[mine["state"].isin(p.STATES)],
+                                  c.data[rid].sent)
                for p in plugins() for mine in [notable[(notable["run"] == rid) & (notable["event"] == "state")]]},
             "errors": error_summary(notable[(notable["run"] == rid) & (notable["event"] == "error")], r.t0),
             "checks": None,

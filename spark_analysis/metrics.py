@@ -452,7 +452,10 @@ class RunData:
 
     def frames(self, types=None):
         """(sends, deliveries) as pandas frames with names, of the given type codes (all when
-        None): for measures written on frames (the AbC section), on the few rows they need."""
+        None): for measures written on frames (the protocol analyses), on the few rows they need.
+        sends: the application sends (hop 0, the origin's own) with their columns and `intended`;
+        deliveries: node, origin, seq, type, t, produced_ns, hops, accepted (seq, produced_ns and
+        hops nullable Int64)."""
         import pandas as pd
         names = np.array(self.nodes.names + [None], dtype=object)
         ss = np.ones(self.S, bool) if types is None else np.isin(self.s_type, list(types))
@@ -471,6 +474,8 @@ class RunData:
             "node": names[self.d_node[di]], "origin": names[self.d_origin[di]],
             "seq": pd.array(np.where(self.d_seq_valid[di], self.d_seq[di], 0), "Int64"),
             "type": label(self.d_type[di]) if len(di) else np.zeros(0, object), "t": self.d_t[di],
+            "produced_ns": pd.arrays.IntegerArray(self.d_produced[di], ~self.d_produced_valid[di]),
+            "hops": pd.arrays.IntegerArray(self.d_hops[di], ~self.d_hops_valid[di]),
             "accepted": self.d_accepted.take(di).to_pandas() if len(di) else pd.Series([], dtype=object)})
         deliveries.loc[~self.d_seq_valid[di], "seq"] = pd.NA
         return sends, deliveries

@@ -7,9 +7,13 @@ A protocol analysis module declares:
 - TYPES: the message type codes whose application sends and deliveries it reads;
 - STATES: the `state` values of the state events it reads (the job hands over those rows only);
 - COMPARED: (label, path in results.json) of its measures worth comparing across runs;
-- measures(sends, deliveries, manifest, states) -> dict: its section ({} when the run has none
-  of its traffic); sends and deliveries are pandas frames of TYPES (RunData.frames), states the
-  run's state events of STATES (columns run, node, t, state and the role's fields);
+- measures(sends, deliveries, manifest, states, sent) -> dict: its section ({} when the run has
+  none of its traffic); sends and deliveries are pandas frames of TYPES (RunData.frames: the
+  application sends, hop 0 and the origin's own, with `intended`; the deliveries with node,
+  origin, seq, type, t, produced_ns, hops, accepted), states the run's state events of STATES
+  (columns run, node, t, state and the role's fields), sent the run's send events of every type,
+  relays included, counted per (node, type, relayed) into messages, transmissions, datagrams and
+  bytes (RunData.sent, spark_analysis.metrics);
 - html(section) -> str: its part of index.html.
 """
 

@@ -77,8 +77,10 @@ COMPONENT_ROLES = ("abc-component", "abc-vertex")
 POINTS = 100
 
 
-def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, states: pd.DataFrame) -> Dict[str, object]:
-    """The section of results.json (see abc_measures); {} for a run without AbC data."""
+def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, states: pd.DataFrame,
+             sent: Optional[pd.DataFrame] = None) -> Dict[str, object]:
+    """The section of results.json (see abc_measures); {} for a run without AbC data. `sent` (the
+    run's sent counts) is not read: the AbC measures are the paper's times."""
     return abc_measures(sends, deliveries, manifest, states[states["state"] == "coloured"],
                         states[states["state"] == TRANSMITTER])
 
