@@ -26,6 +26,7 @@ from typing import List, Tuple
 #: the registered analyses, in the order results.json and the report show them
 _PLUGINS: List[str] = [
     "spark_analysis.protocols.abc",
+    "spark_analysis.protocols.deeco",
 ]
 
 
