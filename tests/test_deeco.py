@@ -345,3 +345,27 @@ def test_real_boundary_run_rebroadcasts_nothing_outside_the_boundary(deeco_runs)
         assert abs(x[e["node"]] - x[e["component"]]) <= 100, e
     # 1's knowledge: 2 (80 m) rebroadcasts it, 3 (160 m) hears it but must not pass it on, 4 never gets it
     assert run.events("n3", "deliver", component="n1") and not run.events("n4", "deliver", component="n1")
+
+
+@pytest.mark.network
+@pytest.mark.spark
+def test_reduced_experiments_run_and_show_the_theses_orderings(tmp_path, no_leftovers):
+    """experiments/deeco/reduced.yaml: small versions of the MANET sweep, the knowledge-age
+    comparison (push-pull's place in it is the full experiment's: it is not the thesis's here) and
+    IP gossip against groupers, analysed by the DEECo plugin."""
+    import json
+
+    import pandas as pd
+
+    out = tmp_path / "deeco"
+    res = _testbed("experiment", f"{ROOT}/experiments/deeco/reduced.yaml", "--out", str(out), timeout=1500)
+    assert res.returncode == 0, res.stderr[-3000:]
+    runs = pd.read_csv(out / "runs.csv").set_index("point")
+    assert sorted(runs.index) == ["boundary", "ip-groupers", "ip-simple", "simple", "simple-p0"]
+    # P = 0: every message is a publication, and 16 nodes publish 4 times in 20 s
+    assert runs.loc["simple-p0", "rebroadcasts"] == 0 and 16 * 3 <= runs.loc["simple-p0", "messages"] <= 16 * 5
+    assert (runs.loc[["simple", "boundary", "ip-simple", "ip-groupers"], "rebroadcasts"] > 0).all()
+    assert (runs["age_median"] > 0).all()
+    assert runs.loc["simple", "sources"] > runs.loc["simple-p0", "sources"], "rebroadcasts reach beyond one hop"
+    shapes = json.loads((out / "shapes.json").read_text())
+    assert len(shapes) == 4 and all(s["verdict"] == "valid" for s in shapes), shapes
