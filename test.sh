@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 ./setup.sh
-exec "${TESTBED_VENV:-.venv}/bin/pytest" -rs "$@"
+exec "${TESTBED_VENV:-.venv}/bin/pytest" -rs --durations=25 "$@"

@@ -1,0 +1,29 @@
+"""The DEECo gossip thesis's experiments (Kroupa, chapter 7) at this machine's scale: the
+experiment files experiments/deeco/manet-p.yaml (Table 5, Figures 28-30: P = 0.0-1.0 with and
+without the communication boundary, 60 random-waypoint radio nodes for 5 minutes, 22 runs),
+age.yaml (Figures 29, 33-35, Table 6: knowledge age at P = 0.9 of simple gossip, the boundary
+and seven push-pull configurations, 9 runs) and ip-groupers.yaml (Figures 31-32: simple IP
+gossip against 8 groupers, P = 0.0-0.5 x C = 1-3 on 60 switched nodes for 2 minutes, 36 runs).
+
+    python benchmarks/deeco_thesis.py [--set manet-p|age|ip-groupers|all] [--seeds N] [--no-run]
+
+Runs `testbed experiment` on each file (resuming what is complete: about 6 minutes a MANET run
+and 3 minutes an IP run on 2 cores), then writes benchmarks/results/deeco_thesis.json: per
+experiment, per point and measure the mean and the thesis's value where it gives one, the
+expected shapes' verdicts, and per run its measures. docs/REPRODUCTION.md sets them beside the
+thesis's. `--no-run` only gathers what the experiment directories hold.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from experiment_sets import main  # noqa: E402
+
+FILES = {"manet-p": "experiments/deeco/manet-p.yaml", "age": "experiments/deeco/age.yaml",
+         "ip-groupers": "experiments/deeco/ip-groupers.yaml"}
+
+if __name__ == "__main__":
+    sys.exit(main(__doc__.split("\n\n")[0], FILES, "deeco", "deeco_thesis.json", "manet-p"))
