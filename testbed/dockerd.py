@@ -51,18 +51,34 @@ def lab_containers(docker_client, lab: Optional[str] = None) -> List[str]:
     return [c.id for c in docker_client.containers.list(all=True, filters={"label": container_filter(lab)})]
 
 
-def remove_containers(docker_client, ids: List[str]) -> None:
-    """Force-remove containers in parallel (SIGKILL, no grace period: the lab is going away)."""
+#: passes over the containers a removal did not finish: the engine sometimes stalls past the
+#: client's timeout while it tears down a large lab (one removal of 60 took over 120 s once)
+REMOVE_PASSES = 3
+
+
+def remove_containers(docker_client, ids: List[str], passes: int = REMOVE_PASSES) -> None:
+    """Force-remove containers in parallel (SIGKILL, no grace period: the lab is going away).
+    A removal that fails for another reason than "no such container" (a timeout, an engine error)
+    is tried again in the next pass; the first error of the last pass is raised."""
     import docker.errors
 
-    def remove(cid: str) -> None:
+    def remove(cid: str) -> Optional[Exception]:
         try:
             docker_client.api.remove_container(cid, force=True, v=True)
         except docker.errors.NotFound:
             pass
+        except Exception as exc:  # the SDK raises requests' timeouts and its own APIError alike
+            return exc
+        return None
 
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        list(pool.map(remove, ids))
+    left = list(ids)
+    for _ in range(max(1, passes)):
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            failed = [(cid, exc) for cid, exc in zip(left, pool.map(remove, left)) if exc is not None]
+        if not failed:
+            return
+        left = [cid for cid, _ in failed]
+    raise failed[0][1]
 
 
 def image(docker_client, name: str):

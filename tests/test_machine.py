@@ -56,3 +56,38 @@ def test_base_image_records_where_it_came_from(images):
 
     source = base_source(client())
     assert source == "debootstrap:bookworm" or source.startswith("registry:python:")
+
+
+def test_a_removal_the_engine_does_not_answer_in_time_is_tried_again():
+    """A fake engine that times out once per container, then removes it (the real path runs at the
+    end of every real run); one that never answers makes the last pass's error reach the caller."""
+    import docker.errors
+    import pytest
+    import requests
+
+    from testbed.dockerd import remove_containers
+
+    class Api:
+        def __init__(self, stalls):
+            self.stalls, self.removed, self.calls = stalls, [], 0
+
+        def remove_container(self, cid, force, v):
+            self.calls += 1
+            if cid == "gone":
+                raise docker.errors.NotFound("no such container")
+            if self.stalls.get(cid, 0) > 0:
+                self.stalls[cid] -= 1
+                raise requests.exceptions.ReadTimeout("read timed out (read timeout=120)")
+            self.removed.append(cid)
+
+    class Client:
+        def __init__(self, stalls):
+            self.api = Api(stalls)
+
+    c = Client({"a": 1, "b": 2})
+    remove_containers(c, ["a", "b", "c", "gone"])
+    assert sorted(c.api.removed) == ["a", "b", "c"] and c.api.calls == 4 + 2 + 1
+    stuck = Client({"a": 99})
+    with pytest.raises(requests.exceptions.ReadTimeout):
+        remove_containers(stuck, ["a", "b"])
+    assert stuck.api.removed == ["b"] and stuck.api.calls == 2 + 1 + 1
