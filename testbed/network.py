@@ -120,8 +120,12 @@ class Lab:
         os.environ[ENV_LAB] = self.name
         try:
             self._start(before_launch)
-        except BaseException:
-            self.stop()
+        except BaseException as exc:
+            try:
+                self.stop()
+            except Exception as stop_error:  # the build's error comes first: it is the cause
+                if isinstance(exc, Exception):
+                    raise TestbedError(f"{exc}\n{stop_error}") from exc
             raise
         finally:
             if previous is None:

@@ -362,3 +362,21 @@ def test_radio_delay_needs_netem_and_is_refused_or_accepted_like_a_wired_one():
     assert Radio(topo, lab_names("x"), choose(without), without).check(("delay", "jitter")) == {"delay", "jitter"}
     with_netem = caps(True)
     assert Radio(topo, lab_names("x"), choose(with_netem), with_netem).check(()) == frozenset()
+
+
+@pytest.mark.network
+def test_a_radio_lab_whose_containers_do_not_start_says_why_and_leaves_nothing(lab_factory, monkeypatch):
+    """The engine failing to start the containers (it stalled once on a 60-node lab): the build's
+    error reaches the caller, not a teardown error of the radio, whose ports were never made."""
+    from testbed.errors import TestbedError
+    from testbed.runtimes.docker import DockerRuntime
+
+    def refuse(self, nodes, node_dirs, envs, *args, **kwargs):
+        raise TestbedError("could not start containers:\n  a: the engine did not answer")
+
+    monkeypatch.setattr(DockerRuntime, "create", refuse)
+    topo = parse_topology_text("nodes: {a: {position: [0, 0]}, b: {position: [50, 0]}}\n"
+                               "radio:\n  air: {members: [a, b], range: 100m, bitrate: 100kbit}\n", "half.yaml")
+    with pytest.raises(TestbedError) as failed:
+        lab_factory(topo)
+    assert "the engine did not answer" in str(failed.value) and "teardown" not in str(failed.value), failed.value

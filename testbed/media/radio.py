@@ -339,7 +339,9 @@ class Radio(Medium):
                 continue
             counters = {}
             for node in segment.members:
-                counters[node] = _queue_counters(self._egress[(name, node)])
+                port = self._egress.get((name, node))
+                if port is not None:  # a lab that failed half-built has ports for some members only
+                    counters[node] = _queue_counters(port)
             self._airtime[name] = counters
         with self._lock:
             for fd in self._position_fds.values():
