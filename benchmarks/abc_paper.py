@@ -19,12 +19,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from experiment_sets import gather, main  # noqa: E402
+from experiment_sets import main  # noqa: E402
 
 FILES = {"dp": "experiments/abc/dp.yaml", "ci": "experiments/abc/ci.yaml",
          "ring-time-unit": "experiments/abc/ring-time-unit.yaml"}
-
-__all__ = ["FILES", "gather"]
 
 if __name__ == "__main__":
     sys.exit(main(__doc__.split("\n\n")[0], FILES, "abc", "abc_paper.json", "dp"))
