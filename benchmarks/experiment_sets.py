@@ -11,7 +11,7 @@ import os
 import platform
 import subprocess
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 
@@ -39,11 +39,13 @@ def gather(out_dir: str) -> Dict[str, object]:
             "shapes": [{k: s[k] for k in ("name", "verdict", "groups")} for s in shapes], "runs": runs}
 
 
-def main(description: str, files: Dict[str, str], prefix: str, results: str, default: str,
-         argv: Optional[List[str]] = None) -> int:
+def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]]], prefix: str, results: str,
+         default: str, argv: Optional[List[str]] = None) -> int:
     """The command line of a benchmark script: --set NAME|all, --seeds N, --no-run. `files` maps a
-    set name to its experiment file (relative to the repository), `prefix` names the experiment
-    directories (runs/experiments/<prefix>-<name>), `results` the JSON file's name."""
+    set name to its experiment file (relative to the repository), or to the file and further
+    `testbed experiment` arguments (a set that runs a file's scenarios with an override, say),
+    `prefix` names the experiment directories (runs/experiments/<prefix>-<name>), `results` the
+    JSON file's name."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--set", choices=[*files, "all"], default=default)
     parser.add_argument("--seeds", type=int, help="seeds per point (default: the files')")
@@ -58,7 +60,8 @@ def main(description: str, files: Dict[str, str], prefix: str, results: str, def
     result = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}, "experiments": kept}
     for name in names:
         out = os.path.join(ROOT, "runs", "experiments", f"{prefix}-{name}")
-        command = [sys.executable, "-m", "testbed", "experiment", os.path.join(ROOT, files[name]), "--out", out]
+        file, extra = (files[name], ()) if isinstance(files[name], str) else files[name]
+        command = [sys.executable, "-m", "testbed", "experiment", os.path.join(ROOT, file), "--out", out, *extra]
         if args.seeds:
             command += ["--seeds", str(args.seeds)]
         if args.no_run:

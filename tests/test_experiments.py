@@ -403,3 +403,28 @@ def test_the_reduced_abc_data_provider_experiment_runs_and_judges_its_shapes(tmp
     curves = json.loads((out / "over_time.json").read_text())["delivery_time"]
     assert set(curves) == {"tree", "ring", "cluster"} and all(len(c) > 2 for c in curves.values())
     assert (out / "plots" / "delivery_time-over-time.png").is_file()
+
+
+def test_benchmark_sets_pass_their_extra_arguments_and_keep_the_other_sets_results(tmp_path, monkeypatch):
+    """benchmarks/experiment_sets.py: a set given as (file, arguments) runs `testbed experiment`
+    with them; the JSON file keeps the sets it did not run. (The runs and the gathering are the
+    experiment runner's, tested above on real sweeps; here they are fakes.)"""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import experiment_sets
+    finally:
+        sys.path.pop(0)
+    commands = []
+    monkeypatch.setattr(experiment_sets, "HERE", str(tmp_path))
+    monkeypatch.setattr(experiment_sets.subprocess, "run", lambda command, **kw: commands.append(command))
+    monkeypatch.setattr(experiment_sets, "gather", lambda out: {"directory": out, "shapes": []})
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "r.json").write_text(json.dumps({"experiments": {"old": {"shapes": []}}}))
+    files = {"plain": "experiments/x.yaml", "over": ("experiments/x.yaml", ["--set", "topology=t.yaml"])}
+    assert experiment_sets.main("d", files, "p", "r.json", "plain", ["--set", "over", "--no-run"]) == 0
+    (command,) = commands
+    assert command[command.index("experiment") + 1] == os.path.join(ROOT, "experiments/x.yaml")
+    assert command[-3:] == ["--set", "topology=t.yaml", "--no-run"]
+    assert command[command.index("--out") + 1].endswith(os.path.join("runs", "experiments", "p-over"))
+    kept = json.loads((tmp_path / "results" / "r.json").read_text())["experiments"]
+    assert sorted(kept) == ["old", "over"]
