@@ -9,21 +9,29 @@
 
 Servers are `srv<i>`, components `c<j>`. Each generated node carries its place in the structure
 as role parameters (`infrastructure`, `parent`, `next`) for the agents that the roles run.
+
+- nodes: a population without links, for radio segments and mobility, where hand-writing 200
+  node lines is the only other way: `groups` maps a name prefix to a count and the node fields
+  every member gets (`d: {count: 100, kind: driver}` makes d1..d100). Groups keep their order.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-SHAPES = ("cluster", "ring", "tree")
+SHAPES = ("cluster", "ring", "tree", "nodes")
 MAX_NODES = 5000
 _COMMON = ("shape", "server", "component", "server_links", "component_links")
 _KEYS = {
     "cluster": _COMMON + ("servers", "components"),
     "ring": _COMMON + ("servers", "components"),
     "tree": _COMMON + ("levels", "children", "components"),
+    "nodes": ("shape", "groups"),
 }
+_PREFIX_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,23}$")
+_PREFIX_ALLOWED = "a letter, then up to 23 letters, digits, '-' or '_' (the number follows)"
 
 
 class GeneratorError(Exception):
@@ -76,6 +84,8 @@ def expand(spec: Dict[str, Any]) -> Shape:
     for key in spec:
         if key not in _KEYS[shape]:
             raise GeneratorError((key,), f"unknown field '{key}' for shape {shape}", ", ".join(_KEYS[shape]))
+    if shape == "nodes":
+        return _population(spec)
     server_fields = _fields(spec, "server")
     component_fields = _fields(spec, "component")
     server_links = _link_fields(spec, "server_links")
@@ -165,4 +175,35 @@ def expand(spec: Dict[str, Any]) -> Shape:
     for index, parent in order:
         if parent is not None:
             cable(f"srv{parent}", f"srv{index}", server_links)
+    return out
+
+
+def _population(spec: Dict[str, Any]) -> Shape:
+    groups = spec.get("groups")
+    allowed = "a mapping of name prefix to {count: N, and node fields (kind, role, params, ...)}"
+    if not isinstance(groups, dict) or not groups:
+        raise GeneratorError(("groups",), "missing field 'groups'" if groups is None
+                             else f"{groups!r} is not allowed", allowed)
+    out = Shape()
+    total = 0
+    for prefix, fields in groups.items():
+        if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix):
+            raise GeneratorError(("groups", prefix), f"name prefix {prefix!r} is not allowed", _PREFIX_ALLOWED)
+        if not isinstance(fields, dict):
+            raise GeneratorError(("groups", prefix), f"{fields!r} is not allowed", allowed)
+        try:
+            count = _count(fields, "count", 1)
+        except GeneratorError as exc:
+            raise GeneratorError(("groups", prefix) + exc.path, exc.message, exc.allowed) from None
+        total += count
+        if total > MAX_NODES:
+            raise GeneratorError(("groups", prefix), f"the groups would have {total} nodes",
+                                 f"at most {MAX_NODES} nodes")
+        node_fields = {k: v for k, v in fields.items() if k != "count"}
+        for i in range(1, count + 1):
+            name = f"{prefix}{i}"
+            if name in out.nodes:
+                raise GeneratorError(("groups", prefix), f"node {name} is made by two groups",
+                                     "prefixes that do not make the same name (d and d1 both make d11)")
+            out.nodes[name] = dict(node_fields)
     return out

@@ -162,7 +162,11 @@ def topology_schema() -> Dict[str, Any]:
                          "properties": {"shape": {"enum": list(SHAPES)}, "servers": count, "components": count,
                                         "levels": {"type": "integer", "minimum": 1}, "children": count,
                                         "server": {"type": "object"}, "component": {"type": "object"},
-                                        "server_links": impairment_object, "component_links": impairment_object},
+                                        "server_links": impairment_object, "component_links": impairment_object,
+                                        "groups": {"type": "object", "minProperties": 1,
+                                                   "additionalProperties": {
+                                                       "type": "object", "required": ["count"],
+                                                       "properties": {"count": {"type": "integer", "minimum": 1}}}}},
                          "additionalProperties": False},
         },
     }

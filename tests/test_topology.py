@@ -123,6 +123,37 @@ nodes:
     assert topo.nodes["c1"].runtime == "process" and topo.nodes["c1"].params == {"infrastructure": "cluster"}
 
 
+def test_generated_population_keeps_group_order_and_fields_and_can_be_overridden():
+    topo = parse_topology_text("""
+kinds:
+  car: {params: {speed: 3}}
+generate:
+  shape: nodes
+  groups:
+    d: {count: 3, kind: car}
+    w: {count: 2, params: {walker: true}}
+nodes:
+  w2: {runtime: process}
+  extra: {}
+""", "t.yaml")
+    assert [n for n in topo.nodes if n not in ("w2", "extra")] == ["d1", "d2", "d3", "w1"]
+    assert {"w2", "extra"} <= set(topo.nodes) and len(topo.nodes) == 6
+    assert topo.nodes["d2"].params == {"speed": 3} and topo.nodes["w1"].params == {"walker": True}
+    assert topo.nodes["w2"].runtime == "process" and topo.nodes["w2"].params == {"walker": True}
+    assert topo.links == [] and topo.switches == {}
+
+
+def test_the_manet_topologies_generate_the_nodes_they_used_to_list():
+    """deeco-manet-16/60/60-sparse listed d1..dN, w1..wN by hand; the generator makes the same."""
+    for name, per_kind in (("deeco-manet-16", 8), ("deeco-manet-60", 30), ("deeco-manet-60-sparse", 30),
+                           ("deeco-manet-200-sparse", 100)):
+        topo = load_topology(os.path.join(TOPOLOGIES, name + ".yaml"))
+        expected = [f"d{i}" for i in range(1, per_kind + 1)] + [f"w{i}" for i in range(1, per_kind + 1)]
+        assert list(topo.nodes) == expected, name
+        assert {topo.nodes[n].kind for n in expected[:per_kind]} == {"driver"}
+        assert {topo.nodes[n].kind for n in expected[per_kind:]} == {"walker"}
+
+
 def test_impairments_parse_units_and_directions():
     topo = parse_topology_text("""
 nodes: {a: {}, b: {}}
