@@ -1,0 +1,411 @@
+"""Fault-tolerant cluster management (Algorithms 2-4, with the cjoin of Algorithm 3), without I/O.
+The caller feeds it rounds, messages, the status of connection-oriented sends and the clock, and
+sends what it returns. docs/CAUSAL-READING.md gives the algorithms as recovered from the paper and
+the readings (A-numbers) taken here.
+
+Tickets 0..n-1 sit on a ring: the successor of ticket i is i-1 mod n. A coordinator owns one ticket
+and coordinates the tickets from its own down to its immediate successor's (exclusive): S_p. `k`
+below is the fault-tolerance k (k_ft: 2k+1 neighbours, a k+1 quorum), not the R4 fan-out.
+
+- Every round (`round()`), a coordinator first checks that it heard ALIVE from at least k+1 of
+  L_p during the last round, else it disconnects (reading A7: a joiner skips the check in its first
+  round); then sends ALIVE to its 2k+1 closest successors in Cview, and, unless it is a temporary
+  coordinator, UPDATE(R) to its immediate successor with R = {the 2k closest predecessors in L_p}
+  ∪ {p}: if the send's status is OK, R_p := R, else it runs the exclusion with probability
+  `p_exclude` (A13).
+- Closest successors and predecessors walk Cview's owners round the ring; in a ring of fewer than
+  2k+2 coordinators the walk wraps and a process counts itself once (A8), so that a small static
+  ring (`bootstrap`, at least k+1 coordinators) survives its own quorum.
+- cjoin (Algorithm 3): a coordinator with |S_p| > 1 that is not temporary gives the joiner a
+  ticket t drawn from S_p less its own (and less tickets it blocks), sets the joiner as its
+  immediate successor and answers ACKCJOIN(R, t, j, Cview) with status. The joiner owns t and
+  coordinates t down to j+1, takes L := R, and announces its ticket (`announce` messages, which
+  the role disseminates to every member: "it also PrCasts that it became a coordinator").
+  Otherwise REJECT; a rejected joiner asks another of its contacts at its next round (A12).
+- Leaving (A6): the fault-tolerant version has no CLEAVE: a leaver stops, and its predecessor's
+  failed UPDATE excludes it.
+- UPDATE is taken from the closest predecessor in Cview, which becomes ImmedPred (A9).
+- Exclusion (Algorithm 4): p tries successive successors q in Cview with EXCLUDE (status) until
+  one answers; q replies ACKEXCLUDE(L_q); p asks REQCOORD(E_pq) of every process in L_q ∩ R_p,
+  E_pq being the tickets strictly between p's and q's; a process whose ticket is not in E_pq
+  acknowledges (ACKCOORD), removes E_pq's owners from its Cview and refuses new owners of those
+  tickets for dist(p, q) rounds (A5). After 2δ, with at least k+1 ACKCOORD, q becomes p's
+  successor and p a temporary coordinator for dist(p, q) - 1 more rounds without UPDATE or
+  cjoin (A3); with fewer, p disconnects. dist(p, q) = (ticket(p) - ticket(q)) mod n (A2).
+- Ticket changes are returned by `changes()` and written to the log by the role: what the process
+  owns and coordinates after each change. A temporary coordinator does not count the tickets it
+  took over as coordinated until it stops being temporary (its S_p holds them, but it serves no
+  cjoin for them and blocks them): this is how "two processes never have common tickets; they
+  either own or coordinate" (Theorem 4.2) is read and checked.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+JOINING, COORDINATOR, DISCONNECTED, LEFT = "joining", "coordinator", "disconnected", "left"
+MESSAGES = ("CJOIN", "ACKCJOIN", "REJECT", "ALIVE", "UPDATE", "EXCLUDE", "ACKEXCLUDE", "REQCOORD", "ACKCOORD",
+            "ANNOUNCE")
+
+
+@dataclass
+class Out:
+    """A message to send. `ref` set: a connection-oriented send whose status the caller reports
+    with `on_status(ref, ok)` within δ. `to` is "all" for an announcement to every member."""
+    to: str
+    type: str
+    payload: Dict[str, Any] = field(default_factory=dict)
+    ref: Optional[int] = None
+
+
+@dataclass
+class _Exclusion:
+    tried: List[str]               # successors tried, in order
+    candidate: Optional[str] = None
+    ref: Optional[int] = None
+    q: Optional[str] = None
+    tickets: List[int] = field(default_factory=list)   # E_pq
+    acks: Set[str] = field(default_factory=set)
+    deadline: Optional[float] = None
+
+
+class ClusterMember:
+    def __init__(self, me: str, n: int, k: int = 1, *, delta: float = 0.5, p_exclude: float = 1.0,
+                 rng: Optional[random.Random] = None) -> None:
+        self.me, self.n, self.k = me, n, k
+        self.delta = delta
+        self.p_exclude = p_exclude
+        self.rng = rng or random.Random(0)
+        self.state = JOINING
+        self.ticket: Optional[int] = None
+        self.cview: Dict[int, str] = {}          # ticket → owner, as this process knows it
+        self.succ: Optional[str] = None
+        self.pred: Optional[str] = None
+        self.L: List[str] = []
+        self.R: List[str] = []
+        self.alive: Set[str] = set()
+        self.temp_rounds = 0
+        self.taken_over: Set[int] = set()        # tickets of the exclusion while temporary
+        self.blocked: Dict[int, int] = {}        # ticket → rounds during which no new owner is taken
+        self.first_round = False
+        self.rounds = 0
+        self._ref = 0
+        self._pending: Dict[int, Tuple[str, Any]] = {}   # ref → (what, data) awaiting a status
+        self._exclusion: Optional[_Exclusion] = None
+        self.contacts: List[str] = []
+        self._retry = False
+        self._changes: List[Dict[str, Any]] = []
+        self.counters = {"alive_sent": 0, "updates": 0, "exclusions": 0, "excluded": 0, "joins_served": 0}
+
+    # -- the ring -------------------------------------------------------------------------------
+
+    def owner_ticket(self, process: str) -> Optional[int]:
+        for t, owner in self.cview.items():
+            if owner == process:
+                return t
+        return None
+
+    def _walk(self, step: int, count: int) -> List[str]:
+        """The `count` closest successors (step -1) or predecessors (+1) in Cview: distinct owners
+        in ring order from this process's ticket, itself included once when the walk wraps."""
+        out: List[str] = []
+        if self.ticket is None:
+            return out
+        for d in range(1, self.n + 1):
+            owner = self.cview.get((self.ticket + step * d) % self.n)
+            if owner is not None and owner not in out:
+                out.append(owner)
+                if len(out) == count:
+                    break
+        return out
+
+    def successors(self, count: int) -> List[str]:
+        return self._walk(-1, count)
+
+    def predecessors(self, count: int) -> List[str]:
+        return self._walk(+1, count)
+
+    def dist(self, a: int, b: int) -> int:
+        return (a - b) % self.n
+
+    def coordinated(self) -> List[int]:
+        """S_p: own ticket down to the successor's ticket, exclusive (all n when alone), less the
+        tickets a temporary coordinator took over."""
+        if self.state != COORDINATOR or self.ticket is None:
+            return []
+        j = self.owner_ticket(self.succ) if self.succ is not None else None
+        span = self.n if j is None or j == self.ticket else self.dist(self.ticket, j)
+        return [(self.ticket - d) % self.n for d in range(span) if (self.ticket - d) % self.n not in self.taken_over]
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def bootstrap(self, ring: Dict[int, str]) -> None:
+        """The static initial ring (A8): every member of `ring` (ticket → process) starts as a
+        coordinator with Cview, neighbours and L preset."""
+        self.cview = dict(ring)
+        self.ticket = next(t for t, p in ring.items() if p == self.me)
+        self.state = COORDINATOR
+        self.succ = self.successors(1)[0]
+        self.pred = self.predecessors(1)[0]
+        self.L = self.predecessors(2 * self.k + 1)
+        self.R = []
+        self.first_round = True
+        self._changed("bootstrap")
+
+    def join(self, contacts: List[str]) -> List[Out]:
+        """Init: ask a coordinator for a ticket (cjoin): one of `contacts` (coordinators this
+        process knows) drawn at random; after a REJECT, another at the next round (A12)."""
+        self.state = JOINING
+        self.contacts = list(contacts)
+        self._retry = False
+        return [Out(self.rng.choice(self.contacts), "CJOIN", {})]
+
+    def leave(self) -> List[Out]:
+        """cleave in the fault-tolerant version (A6): stop; the predecessor excludes us."""
+        if self.state == COORDINATOR:
+            self._drop("leave")
+        self.state = LEFT
+        return []
+
+    # -- rounds ---------------------------------------------------------------------------------
+
+    def round(self, now: float) -> List[Out]:
+        """Algorithm 2's loop body, once a round."""
+        out = self.poll(now)
+        self.rounds += 1
+        for t in list(self.blocked):
+            self.blocked[t] -= 1
+            if self.blocked[t] <= 0:
+                del self.blocked[t]
+        if self.state == JOINING and self._retry:
+            self._retry = False
+            out.append(Out(self.rng.choice(self.contacts), "CJOIN", {}))
+        if self.state != COORDINATOR:
+            self.alive.clear()
+            return out
+        heard = self.alive & set(self.L)
+        if not self.first_round and len(heard) < self.k + 1:
+            self._drop("too few ALIVE", heard=sorted(heard))
+            self.alive.clear()
+            return out
+        self.first_round = False
+        self.alive.clear()
+        for s in self.successors(2 * self.k + 1):
+            if s == self.me:
+                self.alive.add(self.me)
+            else:
+                out.append(Out(s, "ALIVE", {}))
+            self.counters["alive_sent"] += 1
+        if self.temp_rounds == 0:
+            if self.succ is not None and self.succ != self.me and self._exclusion is None:
+                r = self._r_set()
+                out.append(self._status_send(self.succ, "UPDATE", {"R": r}, ("update", r)))
+                self.counters["updates"] += 1
+        else:
+            self.temp_rounds -= 1
+            if self.temp_rounds == 0 and self.taken_over:
+                self.taken_over.clear()
+                self._changed("temporary coordination ended")
+        return out
+
+    def _r_set(self) -> List[str]:
+        closest = self.predecessors(2 * self.k)
+        return [r for r in closest if r in self.L and r != self.me] + [self.me]
+
+    # -- statuses and timers --------------------------------------------------------------------
+
+    def on_status(self, ref: int, ok: bool, now: float) -> List[Out]:
+        what = self._pending.pop(ref, None)
+        if what is None or self.state != COORDINATOR:
+            return []
+        kind, data = what
+        if kind in ("update", "ackcjoin"):
+            if ok:
+                self.R = data
+                return []
+            if self.rng.random() < self.p_exclude:
+                return self._exclude_start(now)
+            return []
+        if kind == "exclude":
+            ex = self._exclusion
+            if ex is None or ex.ref != ref:
+                return []
+            if ok:
+                ex.deadline = now + 2 * self.delta     # waiting for ACKEXCLUDE, then ACKCOORDs
+                return []
+            return self._exclude_next(now)
+        return []
+
+    def poll(self, now: float) -> List[Out]:
+        """Deadlines: the exclusion's 2δ wait for ACKCOORD (and for ACKEXCLUDE)."""
+        ex = self._exclusion
+        if ex is None or ex.deadline is None or now < ex.deadline or self.state != COORDINATOR:
+            return []
+        self._exclusion = None
+        if ex.q is None or len(ex.acks) < self.k + 1:
+            self._drop("exclusion not acknowledged", acks=sorted(ex.acks), excluding=ex.tickets)
+            return []
+        q_ticket = self.owner_ticket(ex.q)
+        excluded = sorted({self.cview[t] for t in ex.tickets if t in self.cview and self.cview[t] != self.me})
+        before = set(self.coordinated())
+        for t in ex.tickets:
+            if self.cview.get(t) not in (None, self.me):
+                del self.cview[t]
+        self.succ = ex.q
+        d = self.dist(self.ticket, q_ticket)
+        self.temp_rounds = max(d - 1, 0)
+        if self.temp_rounds > 0:
+            self.taken_over = set(ex.tickets) - before
+        for t in ex.tickets:
+            self.blocked[t] = d
+        self.counters["excluded"] += len(excluded)
+        self._changed("excluded", excluded=excluded, tickets=ex.tickets, temp_rounds=self.temp_rounds)
+        return []
+
+    # -- exclusion ------------------------------------------------------------------------------
+
+    def _exclude_start(self, now: float) -> List[Out]:
+        if self._exclusion is not None:
+            return []
+        self.counters["exclusions"] += 1
+        self._exclusion = _Exclusion(tried=[self.succ] if self.succ else [])
+        return self._exclude_next(now)
+
+    def _exclude_next(self, now: float) -> List[Out]:
+        ex = self._exclusion
+        for candidate in self.successors(self.n):
+            if candidate == self.me:
+                break
+            if candidate in ex.tried:
+                continue
+            ex.tried.append(candidate)
+            ex.candidate = candidate
+            out = self._status_send(candidate, "EXCLUDE", {}, ("exclude", candidate))
+            ex.ref = out.ref
+            return [out]
+        self._exclusion = None
+        self._drop("no successor reachable")
+        return []
+
+    # -- messages -------------------------------------------------------------------------------
+
+    def on_message(self, sender: str, mtype: str, payload: Dict[str, Any], now: float) -> List[Out]:
+        handler = getattr(self, "_on_" + mtype.lower(), None)
+        if handler is None:
+            raise ValueError(f"unknown cluster message {mtype!r}")
+        return handler(sender, payload, now) or []
+
+    def _on_alive(self, sender, payload, now):
+        self.alive.add(sender)
+
+    def _on_update(self, sender, payload, now):
+        if self.state != COORDINATOR:
+            return
+        closest = self.predecessors(1)
+        if closest and closest[0] == sender or sender == self.pred:
+            self.L = list(payload["R"])
+            self.pred = sender
+
+    def _on_cjoin(self, sender, payload, now):
+        if self.state != COORDINATOR or self.temp_rounds > 0 or self._exclusion is not None:
+            return [Out(sender, "REJECT", {})]
+        free = [t for t in self.coordinated() if t != self.ticket and t not in self.blocked]
+        if not free:
+            return [Out(sender, "REJECT", {})]
+        t = self.rng.choice(free)
+        j = self.owner_ticket(self.succ) if self.succ is not None else self.ticket
+        self.cview[t] = sender
+        self.succ = sender
+        r = self._r_set()
+        self.counters["joins_served"] += 1
+        self._changed("served cjoin", joiner=sender, ticket=t)
+        return [self._status_send(sender, "ACKCJOIN", {"L": r, "i": t, "j": j, "cview": dict(self.cview)},
+                                  ("ackcjoin", r))]
+
+    def _on_ackcjoin(self, sender, payload, now):
+        if self.state != JOINING:
+            return
+        self.cview = {int(t): p for t, p in payload["cview"].items()}
+        self.L = list(payload["L"])
+        self.R = []
+        self.ticket = int(payload["i"])
+        self.state = COORDINATOR
+        self.succ = self.cview.get(int(payload["j"]), sender)
+        self.pred = sender
+        self.temp_rounds = 0
+        self.first_round = True
+        self._changed("joined")
+        out = [Out(s, "ALIVE", {}) for s in self.successors(2 * self.k + 1) if s != self.me]
+        out.append(Out("all", "ANNOUNCE", {"ticket": self.ticket, "owner": self.me}))
+        return out
+
+    def _on_reject(self, sender, payload, now):
+        if self.state == JOINING:
+            self._retry = True        # another coordinator at the next round (A12)
+
+    def _on_announce(self, sender, payload, now):
+        t, owner = int(payload["ticket"]), payload["owner"]
+        if t in self.blocked or owner == self.me or self.state != COORDINATOR:
+            return
+        for other, p in list(self.cview.items()):   # the owner's old ticket, if it had one
+            if p == owner and other != t:
+                del self.cview[other]
+        self.cview[t] = owner
+
+    def _on_exclude(self, sender, payload, now):
+        if self.state == COORDINATOR:
+            return [Out(sender, "ACKEXCLUDE", {"L": list(self.L)})]
+
+    def _on_ackexclude(self, sender, payload, now):
+        ex = self._exclusion
+        if ex is None or sender != ex.candidate or ex.q is not None:
+            return
+        ex.q = sender
+        q_ticket = self.owner_ticket(sender)
+        d = self.dist(self.ticket, q_ticket)
+        ex.tickets = [(self.ticket - s) % self.n for s in range(1, d)]
+        ex.deadline = now + 2 * self.delta
+        askers = [r for r in payload["L"] if r in self.R and r != self.me]
+        out = [Out(r, "REQCOORD", {"tickets": ex.tickets, "by": self.me}) for r in askers]
+        if self.me in payload["L"] and self.me in self.R:
+            ex.acks.add(self.me)                   # p is in L_q ∩ R_p: its own acknowledgement
+        return out
+
+    def _on_reqcoord(self, sender, payload, now):
+        if self.state != COORDINATOR or self.ticket in payload["tickets"]:
+            return
+        d = len(payload["tickets"]) + 1
+        for t in payload["tickets"]:
+            if self.cview.get(t) not in (None, self.me):
+                del self.cview[t]
+            self.blocked[t] = d
+        return [Out(sender, "ACKCOORD", {})]
+
+    def _on_ackcoord(self, sender, payload, now):
+        if self._exclusion is not None and self._exclusion.q is not None:
+            self._exclusion.acks.add(sender)
+
+    # -- inside ---------------------------------------------------------------------------------
+
+    def _status_send(self, to: str, mtype: str, payload: Dict[str, Any], what: Tuple[str, Any]) -> Out:
+        self._ref += 1
+        self._pending[self._ref] = what
+        return Out(to, mtype, payload, ref=self._ref)
+
+    def _drop(self, why: str, **fields: Any) -> None:
+        self.state = DISCONNECTED if why != "leave" else LEFT
+        self.ticket = None
+        self.taken_over.clear()
+        self._exclusion = None
+        self._changed(why, **fields)
+
+    def _changed(self, why: str, **fields: Any) -> None:
+        self._changes.append({"why": why, "state": self.state, "ticket": self.ticket,
+                              "coordinates": self.coordinated(), **fields})
+
+    def changes(self) -> List[Dict[str, Any]]:
+        """The ticket changes since the last call (for the log)."""
+        out, self._changes = self._changes, []
+        return out

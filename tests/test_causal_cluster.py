@@ -1,0 +1,116 @@
+"""Fault-tolerant cluster management (agents/causal/cluster.py, Algorithms 2-4) on the in-memory
+network of tests/cluster_net.py: a stable ring, joins, a killed coordinator excluded and its
+tickets reused, and an unreachable one that must stop by itself; ticket uniqueness (Theorem 4.2)
+is checked after every step."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.causal.cluster import COORDINATOR, DISCONNECTED, ClusterMember
+
+from .cluster_net import ClusterNet
+
+N = 32
+
+
+def ring(names, n=N):
+    step = n // len(names)
+    return {(i * step + 3) % n: name for i, name in enumerate(names)}
+
+
+def test_a_static_ring_stays_up_and_each_process_sends_at_most_2k_plus_1_alives_a_round():
+    names = [f"c{i}" for i in range(6)]
+    net = ClusterNet(names, N, k=1)
+    net.bootstrap(ring(names))
+    net.run_until(20.5)
+    assert net.coordinators() == names and not net.violations
+    assert max(net.alive_sent.values()) <= 3
+    held = net.holders()
+    assert set().union(*held.values()) == set(range(N)), "the coordinators' tickets cover the ring"
+
+
+def test_a_ring_smaller_than_2k_plus_2_survives_its_own_quorum():
+    net = ClusterNet(["a", "b"], N, k=1)
+    net.bootstrap({0: "a", 16: "b"})
+    net.run_until(10.5)
+    assert net.coordinators() == ["a", "b"] and not net.violations
+
+
+def test_joiners_get_distinct_tickets_from_the_coordinators_sets_and_announce_them():
+    names = [f"c{i}" for i in range(4)]
+    net = ClusterNet(names, N, k=1, seed=2)
+    net.bootstrap(ring(names))
+    net.run_until(2.5)
+    for i in range(6):
+        joiner = net.add(f"j{i}")
+        net.send(joiner.me, joiner.join(names))
+        net.run_until(3.5 + 2 * i)
+    net.run_until(20.5)
+    assert not net.violations
+    coords = net.coordinators()
+    assert len(coords) == 10, [(n, m.state) for n, m in net.members.items()]
+    tickets = [net.members[c].ticket for c in coords]
+    assert len(set(tickets)) == 10
+    assert set().union(*net.holders().values()) == set(range(N))
+    for c in coords:   # every coordinator has every owner in its view after the announcements
+        assert sorted(net.members[c].cview.values()) == coords
+    joined = [e for e in net.log if e["why"] == "joined"]
+    assert len(joined) == 6 and all(e["ticket"] == e["coordinates"][0] for e in joined)
+
+
+def test_a_coordinator_without_free_tickets_or_during_an_exclusion_rejects():
+    m = ClusterMember("a", 4, 1)
+    m.bootstrap({0: "a", 3: "b", 2: "c", 1: "d"})      # S_a = {0}: nothing to give
+    out = m.on_message("x", "CJOIN", {}, 0.0)
+    assert [(o.to, o.type) for o in out] == [("x", "REJECT")]
+
+
+def test_a_killed_coordinator_is_excluded_and_its_tickets_are_reused():
+    names = [f"c{i}" for i in range(6)]
+    net = ClusterNet(names, N, k=1, seed=3)
+    net.bootstrap(ring(names))
+    net.run_until(3.5)
+    victim = "c2"
+    owned = {net.members[victim].ticket} | set(net.members[victim].coordinated())
+    net.dead.add(victim)
+    net.run_until(4.5)
+    excluded = [e for e in net.log if e["why"] == "excluded"]
+    # the ring runs down the tickets: c3 (ticket 18) is the predecessor of c2 (13)
+    assert len(excluded) == 1 and excluded[0]["excluded"] == [victim] and excluded[0]["node"] == "c3"
+    temp = excluded[0]["temp_rounds"]
+    assert temp == len(excluded[0]["tickets"]), "temporary for dist(p, q) - 1 rounds"
+    assert not owned & set(net.members["c3"].coordinated()), "a temporary coordinator does not yet hold them"
+    joiner = net.add("new")
+    net.send("new", joiner.join(["c3"]))
+    net.run_until(4.5 + temp + 1)
+    assert not net.violations
+    assert net.coordinators() == sorted([n for n in names if n != victim] + ["new"]), "the others stay"
+    assert owned <= set(net.members["c3"].coordinated()) | set(net.members["new"].coordinated()), \
+        "its predecessor coordinates its tickets after the temporary rounds"
+    net.run_until(4.5 + temp + 4)
+    new = net.members["new"]
+    assert new.state == COORDINATOR and set(new.coordinated()) <= set(excluded[0]["tickets"]), \
+        "the joiner was served from the tickets the exclusion freed"
+    assert not net.violations
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_an_unreachable_coordinator_is_excluded_and_stops_by_itself_within_the_distance(seed):
+    """c3 cannot reach its successor c2 (the link is cut, c2 still runs): c3 excludes c2, and c2,
+    whose ALIVEs from L now fail the quorum, stops coordinating before c3's temporary rounds end
+    (Corollary 4.1, Theorem 4.2): uniqueness holds throughout."""
+    names = [f"c{i}" for i in range(7)]
+    net = ClusterNet(names, N, k=1, seed=seed)
+    net.bootstrap(ring(names))
+    net.run_until(3.5)
+    net.cut.add(frozenset(("c3", "c2")))
+    net.run_until(20.5)
+    assert not net.violations, net.violations[:3]
+    assert net.members["c2"].state == DISCONNECTED
+    stop = next(e for e in net.log if e["node"] == "c2" and e["state"] == DISCONNECTED)
+    excluded = next(e for e in net.log if e["why"] == "excluded")
+    assert excluded["node"] == "c3" and excluded["excluded"] == ["c2"]
+    d = len(excluded["tickets"]) + 1
+    assert stop["t"] <= excluded["t"] + d, (stop, excluded)
+    assert "c2" not in net.coordinators() and len(net.coordinators()) == 6
