@@ -13,6 +13,8 @@ as role parameters (`infrastructure`, `parent`, `next`) for the agents that the 
 - nodes: a population without links, for radio segments and mobility, where hand-writing 200
   node lines is the only other way: `groups` maps a name prefix to a count and the node fields
   every member gets (`d: {count: 100, kind: driver}` makes d1..d100). Groups keep their order.
+  With `switch: NAME` every node is cabled to that switch (`links`: the cables' impairments), a
+  switched LAN; without it the nodes have no links (a radio segment joins them).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ _KEYS = {
     "cluster": _COMMON + ("servers", "components"),
     "ring": _COMMON + ("servers", "components"),
     "tree": _COMMON + ("levels", "children", "components"),
-    "nodes": ("shape", "groups"),
+    "nodes": ("shape", "groups", "switch", "links"),
 }
 _PREFIX_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,23}$")
 _PREFIX_ALLOWED = "a letter, then up to 23 letters, digits, '-' or '_' (the number follows)"
@@ -206,4 +208,15 @@ def _population(spec: Dict[str, Any]) -> Shape:
                 raise GeneratorError(("groups", prefix), f"node {name} is made by two groups",
                                      "prefixes that do not make the same name (d and d1 both make d11)")
             out.nodes[name] = dict(node_fields)
+    switch = spec.get("switch")
+    if switch is not None:
+        if not isinstance(switch, str) or not _PREFIX_RE.match(switch) or switch in out.nodes:
+            raise GeneratorError(("switch",), f"switch name {switch!r} is not allowed",
+                                 "a letter, then letters, digits, '-' or '_', not a generated node's name")
+        impairments = _link_fields(spec, "links")
+        out.switches[switch] = {}
+        for name in out.nodes:
+            out.links.append({"endpoints": [name, switch], **impairments})
+    elif "links" in spec:
+        raise GeneratorError(("links",), "link impairments without a switch to cable the nodes to", "switch: NAME")
     return out

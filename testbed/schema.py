@@ -163,6 +163,7 @@ def topology_schema() -> Dict[str, Any]:
                                         "levels": {"type": "integer", "minimum": 1}, "children": count,
                                         "server": {"type": "object"}, "component": {"type": "object"},
                                         "server_links": impairment_object, "component_links": impairment_object,
+                                        "switch": {"type": "string"}, "links": impairment_object,
                                         "groups": {"type": "object", "minProperties": 1,
                                                    "additionalProperties": {
                                                        "type": "object", "required": ["count"],

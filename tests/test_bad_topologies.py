@@ -145,6 +145,10 @@ CORPUS = [
      5, "generate.groups.w", "at most 5000 nodes"),
     ("population with links fields", "generate: {shape: nodes, groups: {d: {count: 2}}, server_links: {}}\n", 1,
      "generate.server_links", "unknown field 'server_links' for shape nodes"),
+    ("population switch named like a node", "generate: {shape: nodes, groups: {d: {count: 2}}, switch: d1}\n", 1,
+     "generate.switch", "switch name 'd1' is not allowed"),
+    ("population links without a switch", "generate: {shape: nodes, groups: {d: {count: 2}}, links: {delay: 1ms}}\n",
+     1, "generate.links", "without a switch"),
     ("tree too large", "generate: {shape: tree, levels: 9, children: 6, components: 5}\n", 1, "generate",
      "at most 5000 nodes"),
     # aliases are expanded into copies: bounded in number, depth, and never inside their own anchor

@@ -143,6 +143,19 @@ nodes:
     assert topo.links == [] and topo.switches == {}
 
 
+def test_a_generated_population_on_a_switch_is_cabled_to_it_with_the_links_impairments():
+    topo = parse_topology_text("""
+generate:
+  shape: nodes
+  groups: {m: {count: 3}}
+  switch: lan
+  links: {delay: 2ms}
+""", "t.yaml")
+    assert list(topo.switches) == ["lan"] and len(topo.links) == 3
+    assert {(link.a.node, link.b.node) for link in topo.links} == {("m1", "lan"), ("m2", "lan"), ("m3", "lan")}
+    assert all(link.forward.delay_ms == 2 for link in topo.links)
+
+
 def test_the_manet_topologies_generate_the_nodes_they_used_to_list():
     """deeco-manet-16/60/60-sparse listed d1..dN, w1..wN by hand; the generator makes the same."""
     for name, per_kind in (("deeco-manet-16", 8), ("deeco-manet-60", 30), ("deeco-manet-60-sparse", 30),
