@@ -8,7 +8,8 @@ a crashed node never got is not held against it, and "valid" is never the answer
 that gives the check nothing to judge. The properties are the delivery semantics and orderings of
 the publish/subscribe literature (Mahambre et al. 2007, as modelled by Loulou et al.): at-most-once,
 at-least-once, exactly-once, best effort, pair-wise FIFO, total order (per sequencer and global),
-priority order, plus causal order and agreement. Redundant receptions on the network are not the
+priority order, plus causal order (strict, and optimistic: no late predecessor, loss allowed) and
+agreement. Redundant receptions on the network are not the
 checks' concern: only deliveries to the application are.
 
 The package: `history` holds the input contract (`History`) and its encoding shared by every
@@ -29,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Tuple, Union
 
 from .agreement import check_agreement
-from .causal import check_causal_order, check_causal_order_unless_skipped
+from .causal import (check_causal_order, check_causal_order_unless_skipped, check_causal_orders,
+                     check_optimistic_causal_order)
 from .delivery import check_delivery
 from .fifo import check_fifo
 from .history import History, Prepared, expected_pairs, prepare
@@ -47,6 +49,8 @@ __all__ = [
     "check_agreement",
     "check_all",
     "check_causal_order",
+    "check_causal_orders",
+    "check_optimistic_causal_order",
     "check_delivery",
     "check_fifo",
     "check_priority_order",
@@ -80,7 +84,7 @@ FAMILIES: Tuple[Family, ...] = (
     Family(("total-order-sequencer",), check_total_order_sequencer),
     Family(("total-order-global",), check_total_order_global),
     Family(("priority-order",), check_priority_order),
-    Family(("causal-order",), check_causal_order_unless_skipped, options=("causal",)),
+    Family(("causal-order", "optimistic-causal-order"), check_causal_order_unless_skipped, options=("causal",)),
     Family(("agreement",), check_agreement),
 )
 CHECKS: Tuple[str, ...] = tuple(name for family in FAMILIES for name in family.names)
