@@ -16,6 +16,10 @@ topology's node order, recorded in the run manifest. A message is identified by 
 sequence); fragments of it by frag_index. Version 1 readers accept any header_len >= 32, so later
 versions can append fields.
 
+The body of a CAUSAL_DATA message (and of a CAUSAL_RECOVERY reply) is a record count followed by
+one record per event; EVENT_COUNT and EVENT_RECORD are that layout's machine-readable copy, held
+by the same test to docs/WIRE.md and the dissector, and encode_events / decode_events its codec.
+
 This file is copied into the agent image: the standard library only.
 """
 
@@ -25,7 +29,7 @@ import enum
 import json
 import struct
 from dataclasses import dataclass, field
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 MAGIC = b"TB"
 VERSION = 1
@@ -112,9 +116,12 @@ class MessageType(enum.IntEnum):
     GOSSIP_HEADERS = 21    # gossip: the header buffer (ids of received messages); never relayed
     GOSSIP_PULL = 22       # gossip: a pull request for missing messages; never relayed
     GOSSIP_GROUPS = 23     # gossip: a grouper's member table of one group (DEECo groupers); never relayed
-    CAUSAL_DATA = 30       # causal group communication: an event with its vector timestamp
-    CAUSAL_RECOVERY = 31   # causal: a request for or reply with missing events
+    CAUSAL_DATA = 30       # causal group communication: gossip of events (encode_events: a record each)
+    CAUSAL_RECOVERY = 31   # causal: a reply with missing events (encode_events), to a CAUSAL_RECOVER
     MEMBERSHIP = 32        # causal: cluster management (ticket, join, leave, alive, update)
+    CAUSAL_EVENT = 33      # causal: an event as the application sends and delivers it: in logs only,
+                           # on the wire events are records of CAUSAL_DATA and CAUSAL_RECOVERY bodies
+    CAUSAL_RECOVER = 34    # causal: a request for one missing event (JSON body {"want": [index, sequence]})
 
 
 class Flags(enum.IntFlag):
@@ -234,6 +241,165 @@ def acked(origin: int, sequence: int, frag_index: int) -> bytes:
 
 def read_acked(value: bytes) -> Tuple[int, int, int]:
     return struct.unpack("!IIH", value)
+
+
+# -- event records: the body of CAUSAL_DATA (and of CAUSAL_RECOVERY replies) -----------------------
+
+class RecordField(NamedTuple):
+    """One field of an event record. Records differ in length, so the table has no offsets: a field
+    whose `count` names an earlier field repeats its item that many times (ts: n entries, body:
+    body_len bytes); a field whose count is "" occurs once."""
+
+    name: str
+    code: str       # the struct format code of one item, big endian
+    count: str      # "" (once), or the earlier field that holds the number of items
+    meaning: str
+
+    @property
+    def size(self) -> int:
+        """Bytes of one item."""
+        return struct.calcsize("!" + self.code)
+
+    @property
+    def limit(self) -> int:
+        """The largest item: every integer field is unsigned."""
+        return (1 << (8 * self.size)) - 1
+
+
+#: What the body starts with: the number of records that follow. It comes first so that the
+#: payload of a fragmented message's fragment 0 is enough to count its events (count_events).
+EVENT_COUNT = RecordField("count", "H", "", "event records in the body")
+
+#: An event record, field by field in wire order: the single machine-readable layout of the
+#: records, which follow the count and each other without padding (docs/WIRE.md's table and the
+#: dissector's are checked against it).
+EVENT_RECORD: Tuple[RecordField, ...] = (
+    RecordField("index", "H", "", "the creator's ticket: its entry in ts"),
+    RecordField("sequence", "I", "", "ts[index]: the creator's number for the event"),
+    RecordField("origin", "I", "", "node id of the creator (numbered as the header's origin)"),
+    RecordField("created_ns", "Q", "", "when the event was created, ns on the shared clock"),
+    RecordField("age", "B", "", "hops the event has travelled"),
+    RecordField("n", "H", "", "entries in ts"),
+    RecordField("ts", "I", "n", "the vector timestamp, one entry per ticket"),
+    RecordField("body_len", "I", "", "bytes in body"),
+    RecordField("body", "s", "body_len", "the application payload (may be empty)"),
+)
+EVENT_FIELDS: Dict[str, RecordField] = {f.name: f for f in EVENT_RECORD}
+
+_COUNT = struct.Struct("!" + EVENT_COUNT.code)
+_FIXED = tuple(f.name for f in EVENT_RECORD[:EVENT_RECORD.index(EVENT_FIELDS["ts"])])  # index .. n
+_EVENT_HEAD = struct.Struct("!" + "".join(EVENT_FIELDS[name].code for name in _FIXED))
+_TS = EVENT_FIELDS["ts"]
+_BODY_LEN = struct.Struct("!" + EVENT_FIELDS["body_len"].code)
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """One event as a CAUSAL_DATA body carries it: EVENT_RECORD's fields without the two lengths
+    (n, body_len), which the encoder takes from ts and body. ts is kept as a tuple and body as
+    bytes, so that records compare and hash by value whatever sequence they were made from."""
+
+    index: int                  # the creator's ticket: its entry in ts
+    sequence: int               # ts[index]
+    origin: int                 # node id of the creator
+    created_ns: int             # creation time, ns on the shared clock
+    age: int                    # hops travelled, 0..255
+    ts: Tuple[int, ...]         # the vector timestamp, one entry per ticket
+    body: bytes                 # the application payload, may be empty
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.ts, tuple):
+            object.__setattr__(self, "ts", tuple(self.ts))
+        if isinstance(self.body, (bytearray, memoryview)):
+            object.__setattr__(self, "body", bytes(self.body))
+
+
+def _check_range(what: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{what} = {value!r}: must be an integer in [{low}, {high}]")
+
+
+def _check_event(position: int, record: EventRecord) -> None:
+    """ValueError naming the field and its allowed range for anything encode_events could not write
+    or decode_events would refuse."""
+    where = f"event record {position}"
+    n = len(record.ts)
+    _check_range(f"{where}: n (entries in ts)", n, 1, EVENT_FIELDS["n"].limit)
+    for i, entry in enumerate(record.ts):
+        _check_range(f"{where}: ts[{i}]", entry, 0, _TS.limit)
+    _check_range(f"{where}: index (an entry of its {n}-entry ts)", record.index, 0, n - 1)
+    for name in ("sequence", "origin", "created_ns", "age"):
+        _check_range(f"{where}: {name}", getattr(record, name), 0, EVENT_FIELDS[name].limit)
+    if record.sequence != record.ts[record.index]:
+        raise ValueError(f"{where}: sequence = {record.sequence}: must be ts[index] = ts[{record.index}] "
+                         f"= {record.ts[record.index]}")
+    if not isinstance(record.body, bytes):
+        raise ValueError(f"{where}: body is a {type(record.body).__name__}: must be bytes")
+    _check_range(f"{where}: body_len", len(record.body), 0, EVENT_FIELDS["body_len"].limit)
+
+
+def encode_events(records: Sequence[EventRecord]) -> bytes:
+    """The body of a CAUSAL_DATA message (or of a CAUSAL_RECOVERY reply) carrying `records`, one
+    record per event after the record count; ValueError for a field out of its range."""
+    _check_range("record count", len(records), 0, EVENT_COUNT.limit)
+    parts = [_COUNT.pack(len(records))]
+    for position, record in enumerate(records):
+        _check_event(position, record)
+        values = {**{name: getattr(record, name) for name in _FIXED if name != "n"}, "n": len(record.ts)}
+        parts += [_EVENT_HEAD.pack(*[values[name] for name in _FIXED]),
+                  struct.pack(f"!{len(record.ts)}{_TS.code}", *record.ts), _BODY_LEN.pack(len(record.body)),
+                  record.body]
+    return b"".join(parts)
+
+
+def decode_events(body: bytes) -> List[EventRecord]:
+    """The records of a whole (reassembled) event body; WireError if it is truncated, has bytes
+    after its last record, or holds a record that contradicts itself (index not an entry of its
+    vector, sequence not ts[index])."""
+    size = len(body)
+    if size < _COUNT.size:
+        raise WireError(f"event body of {size} bytes: shorter than its {_COUNT.size}-byte record count")
+    (count,) = _COUNT.unpack_from(body)
+    offset = _COUNT.size
+    records = []
+    for position in range(count):
+        where = f"event record {position} (of {count}) at byte {offset}"
+        if offset == size:
+            raise WireError(f"the record count says {count} records, but the {size}-byte body ends after {position}")
+        if offset + _EVENT_HEAD.size > size:
+            raise WireError(f"{where}: its {_EVENT_HEAD.size}-byte fixed part runs past the end of the "
+                            f"{size}-byte body")
+        fixed = dict(zip(_FIXED, _EVENT_HEAD.unpack_from(body, offset)))
+        offset += _EVENT_HEAD.size
+        n = fixed.pop("n")
+        if offset + n * _TS.size + _BODY_LEN.size > size:
+            raise WireError(f"{where}: its {n}-entry ts and body_len run past the end of the {size}-byte body")
+        ts = struct.unpack_from(f"!{n}{_TS.code}", body, offset)
+        offset += n * _TS.size
+        (length,) = _BODY_LEN.unpack_from(body, offset)
+        offset += _BODY_LEN.size
+        if offset + length > size:
+            raise WireError(f"{where}: its {length}-byte body runs past the end of the {size}-byte body")
+        payload = bytes(body[offset:offset + length])
+        offset += length
+        if fixed["index"] >= n:
+            raise WireError(f"{where}: index {fixed['index']} is not an entry of its {n}-entry ts")
+        if fixed["sequence"] != ts[fixed["index"]]:
+            raise WireError(f"{where}: sequence {fixed['sequence']} is not ts[{fixed['index']}] = "
+                            f"{ts[fixed['index']]}")
+        records.append(EventRecord(ts=ts, body=payload, **fixed))
+    if offset != size:
+        raise WireError(f"{size - offset} bytes after the last of the {count} records of the {size}-byte event body")
+    return records
+
+
+def count_events(first_fragment_payload: bytes) -> int:
+    """How many events a CAUSAL_DATA message (or CAUSAL_RECOVERY reply) carries, read from the
+    payload of its fragment 0 alone (the count comes first); WireError if that is too short."""
+    if len(first_fragment_payload) < _COUNT.size:
+        raise WireError(f"payload of {len(first_fragment_payload)} bytes: shorter than the "
+                        f"{_COUNT.size}-byte record count")
+    return _COUNT.unpack_from(first_fragment_payload)[0]
 
 
 # -- fragmentation (the DEECo paper's layer 1) -----------------------------------------------------

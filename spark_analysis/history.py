@@ -19,7 +19,7 @@ from testbed.actions import liveness
 
 from .checks import History, Prepared, prepare
 from .checks.arrays import lookup, member, unique
-from .reduce import DATA_TYPES
+from .reduce import CARRIER_TYPES, DATA_TYPES
 
 #: the promise under which a run's sequencer numbers must be contiguous (no number skipped): the
 #: total-order-sequencer check then counts holes
@@ -136,9 +136,11 @@ def prepared_history(d, manifest: dict) -> Prepared:
 
     Only application messages are judged: sends of the data types (reduce.DATA_TYPES) and of any
     type some node delivers. A protocol's control messages (an AbC request, a gossip pull) are
-    never delivered to an application, so they are not "lost". Sequencer numbers must be
+    never delivered to an application, so they are not "lost"; nor are carriers
+    (reduce.CARRIER_TYPES), whose records are the application's messages. Sequencer numbers must be
     contiguous when the manifest promises it (promises_contiguous_order)."""
-    judged_codes = {int(t) for t in DATA_TYPES} | {int(t) for t in unique(d.d_type) if t >= 0}
+    judged_codes = ({int(t) for t in DATA_TYPES} - {int(t) for t in CARRIER_TYPES}) | \
+        {int(t) for t in unique(d.d_type) if t >= 0}
     keep = np.flatnonzero(np.isin(d.s_type, sorted(judged_codes))) if d.S else np.zeros(0, np.int64)
     # messages numbered by (origin, type, seq), phantoms by name: the same codes, and so the same
     # counterexamples, whatever order the rows arrived in

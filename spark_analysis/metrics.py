@@ -51,7 +51,7 @@ TYPE_CLASS = {
     MessageType.ACK: "control", MessageType.ABC_REQUEST: "control", MessageType.ABC_REPLY: "control",
     MessageType.ABC_TAKE: "control",
     MessageType.MEMBERSHIP: "control", MessageType.GOSSIP_HEADERS: "headers", MessageType.GOSSIP_PULL: "pulls",
-    MessageType.GOSSIP_GROUPS: "control", MessageType.CAUSAL_RECOVERY: "pulls",
+    MessageType.GOSSIP_GROUPS: "control", MessageType.CAUSAL_RECOVERY: "pulls", MessageType.CAUSAL_RECOVER: "pulls",
 }
 for _t in DATA_TYPES:
     TYPE_CLASS[_t] = "data"

@@ -22,6 +22,12 @@ agents/wire.py, whose fields, offsets and sizes come from its layout table, wire
 packet is testbed traffic when it is IPv4/UDP, not a later IP fragment, captured far enough to
 hold the header, and carries the magic "TB" with a known version; everything else is counted as
 other traffic. pcapng files are reported (convert with `editcap -F pcap`), not read.
+
+Events. The body of a CAUSAL_DATA message (and of a CAUSAL_RECOVERY reply) starts with the number
+of event records it holds (wire.EVENT_COUNT, docs/WIRE.md), so fragment 0 alone tells how many
+events the message carries: the `events` column, read with one more gather of those two bytes
+for the rows that have them. It is 0 for every other packet, and for a fragment 0 whose payload
+(as sent, or as captured) is shorter than the count.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from agents.wire import BASE_LEN, HEADER, MAGIC, VERSION
+from agents.wire import BASE_LEN, EVENT_COUNT, HEADER, MAGIC, VERSION, MessageType
 
 GLOBAL_HEADER = 24
 RECORD_HEADER = 16
@@ -45,6 +51,8 @@ LINK_TYPES = {1: (14, 12), 113: (16, 14), 276: (20, 0), 101: (0, None), 228: (0,
 TB_MAGIC = int.from_bytes(MAGIC, "big")  # the magic as HEADER_DTYPE reads it
 IPV4 = 0x0800
 UDP = 17
+#: the message types whose body starts with an event record count (the `events` column)
+EVENT_TYPES = (int(MessageType.CAUSAL_DATA), int(MessageType.CAUSAL_RECOVERY))
 
 #: the base header of agents/wire.py as numpy reads it, derived from its layout table: every field a
 #: big-endian unsigned integer of its size, the 2-byte magic too (compared with TB_MAGIC)
@@ -57,7 +65,7 @@ COLUMNS = [
     ("sport", np.int32), ("dport", np.int32), ("type", np.int16), ("flags", np.int16), ("hops", np.int16),
     ("origin", np.int32), ("seq", np.int64), ("sender", np.int32), ("frag_index", np.int32),
     ("frag_count", np.int32), ("message_id", np.int64), ("frame_len", np.int32), ("header_len", np.int32),
-    ("payload_len", np.int32),
+    ("payload_len", np.int32), ("events", np.int32),
 ]
 
 
@@ -307,6 +315,10 @@ def decode_records(buf: np.ndarray, offsets: np.ndarray, order: str, frac_ns: in
     if local is not None and len(local):
         direction[(direction == DIR_IN) & ~np.isin(dst, local)] = DIR_FORWARDED
     payload = udp_tb["ulen"][sel].astype(np.int32) - 8 - udp_tb["header_len"][sel].astype(np.int32)
+    mtype = udp_tb["type"][sel].astype(np.int16)
+    frag_index = udp_tb["frag_index"][sel].astype(np.int32)
+    events = _event_counts(buf, offsets[sel], l2_len + ihl[sel] + 8 + udp_tb["header_len"][sel].astype(np.int64),
+                           incl[sel], payload, mtype, frag_index)
     columns = {
         "ts_ns": rec["ts_sec"][sel].astype(np.int64) * 1_000_000_000 + rec["ts_frac"][sel].astype(np.int64) * frac_ns,
         "direction": direction,
@@ -314,21 +326,37 @@ def decode_records(buf: np.ndarray, offsets: np.ndarray, order: str, frac_ns: in
         "dst_ip": dst,
         "sport": udp_tb["sport"][sel].astype(np.int32),
         "dport": udp_tb["dport"][sel].astype(np.int32),
-        "type": udp_tb["type"][sel].astype(np.int16),
+        "type": mtype,
         "flags": udp_tb["flags"][sel].astype(np.int16),
         "hops": udp_tb["hops"][sel].astype(np.int16),
         "origin": udp_tb["origin"][sel].astype(np.int32),
         "seq": udp_tb["sequence"][sel].astype(np.int64),
         "sender": sender,
-        "frag_index": udp_tb["frag_index"][sel].astype(np.int32),
+        "frag_index": frag_index,
         "frag_count": udp_tb["frag_count"][sel].astype(np.int32),
         "message_id": udp_tb["message_id"][sel].astype(np.int64),
         "frame_len": rec["orig"][sel].astype(np.int32),
         "header_len": udp_tb["header_len"][sel].astype(np.int32),
         "payload_len": np.maximum(payload, 0),
+        "events": events,
     }
     kept = records if isinstance(sel, slice) else len(sel)
     return PcapData(columns, records, records - kept, link_type, list(damage), len(buf))
+
+
+def _event_counts(buf: np.ndarray, offsets: np.ndarray, payload_at: np.ndarray, incl: np.ndarray,
+                  payload: np.ndarray, mtype: np.ndarray, frag_index: np.ndarray) -> np.ndarray:
+    """The event record count of every CAUSAL_DATA or CAUSAL_RECOVERY fragment 0 (its payload's first
+    bytes, wire.EVENT_COUNT), 0 for the other packets. payload_at is where the payload starts in the
+    frame; a payload shorter than the count, as sent (payload) or as captured (incl), gives 0."""
+    counts = np.zeros(len(offsets), np.int32)
+    width = EVENT_COUNT.size
+    has = np.isin(mtype, EVENT_TYPES) & (frag_index == 0) & (payload >= width) & (incl >= payload_at + width)
+    where = np.flatnonzero(has)
+    if len(where):
+        rows = _gather(buf, offsets[where] + RECORD_HEADER + payload_at[where], width)
+        counts[where] = rows.view(f">u{width}").ravel()
+    return counts
 
 
 def node_of(path: str) -> str:

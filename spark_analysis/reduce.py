@@ -30,6 +30,10 @@ from .pcapreader import DIR_IN, DIR_OUT
 #: the payload-carrying message types (the rest are control, headers and pulls)
 DATA_TYPES = (MessageType.PROBE, MessageType.ABC_DATA, MessageType.GOSSIP_KNOWLEDGE, MessageType.CAUSAL_DATA)
 DATA_TYPE_CODES = np.array([int(t) for t in DATA_TYPES], dtype=np.int16)
+#: payload-carrying types whose application messages travel inside them as records and are logged
+#: apart (a causal gossip message carries events, logged as CAUSAL_EVENT sends and deliveries): the
+#: checks judge the records, never the carrier, which nobody delivers as such
+CARRIER_TYPES = (MessageType.CAUSAL_DATA,)
 L2_L3_L4_HEADERS = 14 + 20 + 8
 ACK = int(MessageType.ACK)
 RETRANSMISSION = int(Flags.RETRANSMISSION)

@@ -1,10 +1,13 @@
 """The wire header's other readers and writers held to agents/wire.py, whose HEADER table is the one
-machine-readable layout: docs/WIRE.md's tables, the Wireshark dissector collect/wireshark/testbed.lua
-(read as text, and run by tshark on messages wire.encode wrote), the pcap reader on the same
-messages, and the synthetic generator's frames decoded by wire.decode. No network, no Spark."""
+machine-readable layout (and EVENT_COUNT / EVENT_RECORD that of the event records in CAUSAL_DATA
+bodies): docs/WIRE.md's tables, the Wireshark dissector collect/wireshark/testbed.lua (read as
+text, and run by tshark on messages wire.encode and wire.encode_events wrote), the pcap reader on
+the same messages (its events column too), and the synthetic generator's frames decoded by
+wire.decode. No network, no Spark."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -13,13 +16,15 @@ import socket
 import struct
 import subprocess
 import xml.etree.ElementTree as ET
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Tuple
 
+import numpy as np
 import pytest
 from scapy.utils import RawPcapReader
 
 from agents import wire
-from agents.wire import BASE_LEN, FIELDS, HEADER, MAGIC, MAX_DATAGRAM, VERSION, Ext, Flags, Header, MessageType
+from agents.wire import (BASE_LEN, EVENT_COUNT, EVENT_RECORD, FIELDS, HEADER, MAGIC, MAX_DATAGRAM, VERSION,
+                         EventRecord, Ext, Flags, Header, MessageType)
 from spark_analysis.pcapreader import DIR_IN, DIR_OUT, read_bytes
 
 from .conftest import ROOT
@@ -100,6 +105,27 @@ def test_the_lua_dissectors_types_flags_and_extensions_are_wire_enums():
         "every flag bit's ProtoField is added under the flags"
 
 
+def test_the_lua_dissectors_event_record_table_is_wire_layout():
+    text = _lua_text()
+    count = re.search(r'^local event_count = \{"(\w+)",\s*(\d+)\}$', text, re.M)
+    assert count and (count.group(1), int(count.group(2))) == (EVENT_COUNT.name, EVENT_COUNT.size)
+    table = [(name, int(size), repeat) for name, size, repeat in
+             re.findall(r'\{"(\w+)",\s*(\d+)(?:,\s*"(\w+)")?\}', _lua_table(text, "event_record"))]
+    assert table == [(f.name, f.size, f.count) for f in EVENT_RECORD]
+    fields = _lua_protofields(text)
+    assert fields["event_count"][:2] == (f"uint{EVENT_COUNT.size * 8}", "testbed.events")
+    assert fields["event"][:2] == ("none", "testbed.event")
+    for f in EVENT_RECORD:
+        var = f"event_{f.name}"
+        assert var in fields, f"testbed.lua: no ProtoField f.{var} for the event record field {f.name}"
+        kind, abbrev, _ = fields[var]
+        assert abbrev == f"testbed.event.{f.name}"
+        if f.code == "s":
+            assert kind == "bytes", var
+        else:
+            assert WIDTH.get(kind) == f.size, f"testbed.lua: f.{var} is a {kind}, one item has {f.size} bytes"
+
+
 # -- known messages, written by the reference encoder -----------------------------------------------
 
 def _known_messages() -> List[Tuple[Header, bytes]]:
@@ -126,15 +152,19 @@ def _known_messages() -> List[Tuple[Header, bytes]]:
     return out
 
 
-def _pcap(datagrams: List[bytes]) -> bytes:
-    """A classic little-endian Ethernet pcap with each datagram in an IPv4/UDP frame to port 7777."""
-    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
+def _pcap(datagrams: List[bytes], snaplen: int = 65535, ip_options: bytes = b"") -> bytes:
+    """A classic little-endian Ethernet pcap with each datagram in an IPv4/UDP frame to port 7777,
+    with `ip_options` (a multiple of 4 bytes) in every IPv4 header and every frame cut to `snaplen`
+    bytes as a capture with that snap length would."""
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, 1)]
     for i, datagram in enumerate(datagrams):
         udp = struct.pack("!HHHH", PORT, PORT, 8 + len(datagram), 0) + datagram
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), i, 0x4000, 64, 17, 0,
-                         socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.255"))
+        ip_len = 20 + len(ip_options)
+        ip = struct.pack("!BBHHHBBH4s4s", 0x40 | ip_len // 4, 0, ip_len + len(udp), i, 0x4000, 64, 17, 0,
+                         socket.inet_aton("10.0.0.1"), socket.inet_aton("10.0.0.255")) + ip_options
         frame = b"\xff" * 6 + b"\x02\x54\x42\x00\x00\x01" + b"\x08\x00" + ip + udp
-        out.append(struct.pack("<IIII", 1_795_400_000 + i, 0, len(frame), len(frame)) + frame)
+        captured = frame[:snaplen]
+        out.append(struct.pack("<IIII", 1_795_400_000 + i, 0, len(captured), len(frame)) + captured)
     return b"".join(out)
 
 
@@ -205,6 +235,7 @@ def test_tshark_with_the_lua_dissector_reads_back_every_field_wire_encoded(known
             [header.extensions[t] for t in types]
         payloads = [bytes.fromhex(e.get("value")) for e in found.get("testbed.payload", [])]
         assert payloads == ([payload] if payload else [])
+        assert header.frag_index != 0 and not [name for name in found if name.startswith("testbed.event")]
     info = _tshark(known["pcap"], "-T", "fields", "-e", "_ws.col.Info").splitlines()
     assert info == [f"{MessageType(h.type).name} origin={h.origin} seq={h.sequence} frag={h.frag_index}/{h.frag_count}"
                     for h, _ in known["messages"]]
@@ -222,7 +253,166 @@ def test_the_pcap_reader_reads_back_every_field_wire_encoded(known):
                  "header_len"):
         assert data.columns[name].tolist() == [int(e[columns.get(name, name)]) for e in expected], name
     assert data.columns["payload_len"].tolist() == [len(p) for _, p in known["messages"]]
+    assert data.columns["events"].tolist() == [0] * len(expected)  # no causal message's fragment 0 among them
     assert data.columns["direction"].tolist() == [DIR_OUT] + [DIR_IN] * (len(expected) - 1)  # by sender
+
+
+# -- event records of CAUSAL_DATA bodies, written by wire.encode_events -----------------------------
+
+def _event_records() -> List[EventRecord]:
+    """Three records whose fields differ from each other: vector lengths, ages, empty and full bodies."""
+    def record(index: int, ts: Tuple[int, ...], origin: int, created_ns: int, age: int, body: bytes) -> EventRecord:
+        return EventRecord(index, ts[index], origin, created_ns, age, ts, body)
+
+    return [record(2, (4, 0, 0xFFFF_FFF0, 1), 0xFFFF_FFFE, 1_795_400_000_123_456_789, 3, b"event one"),
+            record(9, tuple(range(100, 112)), 7, 1, 0, b""),
+            record(0, (70_000, 2, 3, 4, 5), 12, 0x7FFF_FFFF_FFFF_FFF0, 255, bytes(range(20)))]
+
+
+class Item(NamedTuple):
+    """One item of an encoded event record: a field that occurs once, one entry of a repeated
+    field, or the bytes of the body."""
+
+    name: str
+    at: int         # bytes from the start of the payload
+    size: int
+    value: object
+
+
+def _record_items(record: EventRecord, at: int) -> List[Item]:
+    """The items of `record` encoded at `at` in the payload, in wire order, laid out by EVENT_RECORD;
+    an empty body is no item."""
+    values: Dict[str, object] = {**{f.name: getattr(record, f.name) for f in dataclasses.fields(record)},
+                                 "n": len(record.ts), "body_len": len(record.body)}
+    items = []
+    for f in EVENT_RECORD:
+        if not f.count:
+            items.append(Item(f.name, at, f.size, values[f.name]))
+            at += f.size
+        elif f.code == "s":
+            if values[f.count]:
+                items.append(Item(f.name, at, values[f.count], values[f.name]))
+            at += values[f.count]
+        else:
+            for entry in values[f.name]:
+                items.append(Item(f.name, at, f.size, entry))
+                at += f.size
+    return items
+
+
+def _body_items(records: List[EventRecord]) -> List[List[Item]]:
+    """The items of every record of encode_events(records), each record from where it starts."""
+    at, out = EVENT_COUNT.size, []
+    for record in records:
+        items = _record_items(record, at)
+        out.append(items)
+        at = items[-1].at + items[-1].size
+    assert at == len(wire.encode_events(records))
+    return out
+
+
+@pytest.fixture(scope="module")
+def causal(tmp_path_factory):
+    """CAUSAL_DATA and CAUSAL_RECOVERY messages with event bodies, whole and fragmented so that
+    fragment 0 ends inside the second record's vector, and a PROBE whose payload happens to be an
+    event body."""
+    records = _event_records()
+    body = wire.encode_events(records)
+    items = _body_items(records)
+    cut = items[1][8].at + 2  # the payload bytes of fragment 0: into the second record's third ts entry
+    assert [i.name for i in items[1][:9]] == ["index", "sequence", "origin", "created_ns", "age", "n", "ts", "ts", "ts"]
+    data = Header(type=MessageType.CAUSAL_DATA, origin=3, sequence=1, sender=3, hops=1)
+    recovery = Header(type=MessageType.CAUSAL_RECOVERY, origin=4, sequence=2, sender=4,
+                      extensions={Ext.VECTOR_CLOCK: wire.vector_clock([1, 2, 3])})
+    messages = [(wire.encode(data, body), records),
+                *[(d, records) for d in wire.fragment(data, body, data.encoded_len() + cut)],
+                (wire.encode(recovery, wire.encode_events(records[:2])), records[:2]),
+                (wire.encode(Header(type=MessageType.PROBE, origin=5, sequence=3), body), None)]
+    path = tmp_path_factory.mktemp("causal") / "causal.pcap"
+    path.write_bytes(_pcap([d for d, _ in messages]))
+    return {"messages": messages, "pcap": str(path)}
+
+
+def _children(element: ET.Element) -> List[Tuple[str, int, int, str, str]]:
+    """(name, position in the frame, size, show, value) of the fields right under a PDML element."""
+    return [(c.get("name"), int(c.get("pos")), int(c.get("size")), c.get("show"), c.get("value"))
+            for c in element.findall("field")]
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None,
+                    reason="tshark is not installed: the dissector is only checked as text here")
+def test_tshark_with_the_lua_dissector_shows_the_event_records_wire_encoded(causal):
+    packets = ET.fromstring(_tshark(causal["pcap"], "-T", "pdml")).findall("packet")
+    assert len(packets) == len(causal["messages"])
+    shown = []
+    for packet, (datagram, records) in zip(packets, causal["messages"]):
+        header, payload = wire.decode(datagram)
+        proto = packet.find("proto[@name='testbed']")
+        counts = [e for e in proto.iter("field") if e.get("name") == "testbed.events"]
+        if records is None or header.frag_index:
+            assert counts == [] and not [e for e in proto.iter("field") if e.get("name").startswith("testbed.event")]
+            shown.append(None)
+            continue
+        payload_at = UDP_PAYLOAD_AT + len(datagram) - len(payload)
+        (count,) = counts
+        assert (int(count.get("show")), int(count.get("pos")), int(count.get("size"))) == \
+            (len(records), payload_at, EVENT_COUNT.size)
+        events = count.findall("field")
+        assert all(e.get("name") == "testbed.event" for e in events)
+        for number, (event, items) in enumerate(zip(events, _body_items(records)), 1):
+            present = [i for i in items if i.at + i.size <= len(payload)]
+            whole = present == items
+            label = f"Event {number} of {len(records)}" + (
+                f": index {records[number - 1].index}, sequence {records[number - 1].sequence}" if whole
+                else " (continues in the next fragment)")
+            assert event.get("showname") == label
+            assert int(event.get("pos")) == payload_at + items[0].at
+            assert int(event.get("size")) == (items[-1].at + items[-1].size if whole else len(payload)) - items[0].at
+            got = _children(event)
+            assert [(name, pos - payload_at, size) for name, pos, size, _, _ in got] == \
+                [(f"testbed.event.{i.name}", i.at, i.size) for i in present]
+            for (name, _, _, show, value), item in zip(got, present):
+                assert (bytes.fromhex(value) if item.name == "body" else int(show)) == item.value, (number, name)
+        shown.append([len(_children(e)) for e in events])
+    # items per record shown: all of them, except in fragment 0 of the fragmented message (the
+    # fixed part and two ts entries of its second record) and in its later fragments (none)
+    whole = [len(items) for items in _body_items(_event_records())]
+    fragments = len(causal["messages"]) - 3
+    assert fragments > 1 and shown == [whole, [whole[0], 8]] + [None] * (fragments - 1) + [whole[:2], None]
+
+
+# -- the pcap reader's events column ----------------------------------------------------------------
+
+def test_the_pcap_reader_counts_the_events_of_fragment_0_of_causal_messages(tmp_path):
+    records = _event_records()
+    body = wire.encode_events(records)
+    fragments = wire.fragment(Header(type=MessageType.CAUSAL_DATA, origin=3, sequence=1, sender=3), body, 80)
+    assert len(fragments) > 2
+    others = [
+        (wire.encode(Header(type=MessageType.CAUSAL_RECOVERY, origin=4, sequence=2, sender=4,
+                            extensions={Ext.VECTOR_CLOCK: wire.vector_clock([1, 2, 3])}),
+                     wire.encode_events(records[:2])), 2),
+        (wire.encode(Header(type=MessageType.CAUSAL_DATA, origin=5, sequence=3), wire.encode_events([])), 0),
+        (wire.encode(Header(type=MessageType.CAUSAL_DATA, origin=5, sequence=4), b"\x07"), 0),  # 1 byte: too short
+        (wire.encode(Header(type=MessageType.CAUSAL_DATA, origin=5, sequence=5)), 0),           # no payload
+        (wire.encode(Header(type=MessageType.CAUSAL_RECOVERY, origin=5, sequence=6, frag_index=1, frag_count=2),
+                     body), 0),                                                                  # not fragment 0
+        (wire.encode(Header(type=MessageType.PROBE, origin=5, sequence=7), body), 0),            # not causal
+    ]
+    datagrams = fragments + [d for d, _ in others]
+    expected = [len(records)] + [0] * (len(fragments) - 1) + [n for _, n in others]
+    for options in (b"", b"\x01\x01\x01\x00"):  # IPv4 without and with options (NOP, NOP, NOP, end)
+        data = read_bytes(_pcap(datagrams, ip_options=options), node_id=3)
+        assert data.damage == [] and data.other == 0 and data.packets == len(datagrams)
+        assert data.columns["events"].tolist() == expected, options
+        assert data.columns["events"].dtype == np.int32
+    # a capture cut short (snap length): the count is read only where both of its bytes were captured
+    payload_at = 14 + 20 + 8 + BASE_LEN
+    for snaplen, events in ((payload_at, 0), (payload_at + 1, 0), (payload_at + 2, len(records))):
+        data = read_bytes(_pcap(fragments[:1], snaplen=snaplen), node_id=3)
+        assert data.damage == [] and data.packets == 1, snaplen
+        assert data.columns["events"].tolist() == [events], snaplen
+        assert data.columns["payload_len"].tolist() == [len(wire.decode(fragments[0])[1])]
 
 
 # -- docs/WIRE.md -----------------------------------------------------------------------------------
@@ -241,6 +431,21 @@ def _markdown_tables(path: str) -> Dict[str, List[List[str]]]:
     return {name: rows[2:] for name, rows in tables.items()}
 
 
+def _record_rows() -> List[Tuple[str, str, str]]:
+    """EVENT_RECORD as the documented table's offset, size and field columns: offsets and sizes
+    after a repeated field are written with its count, as "21 + 4n" and "4 × n"."""
+    fixed, terms, rows = 0, [], []
+    for f in EVENT_RECORD:
+        offset = " + ".join(([str(fixed)] if fixed or not terms else []) + terms)
+        if f.count:
+            rows.append((offset, f"{f.size} × {f.count}" if f.size > 1 else f.count, f.name))
+            terms.append(f"{f.size}{f.count}" if f.size > 1 else f.count)
+        else:
+            rows.append((offset, str(f.size), f.name))
+            fixed += f.size
+    return rows
+
+
 def test_docs_wire_md_tables_are_wire_py():
     tables = _markdown_tables(WIRE_MD)
     header = tables["Wire format (version 1)"]
@@ -254,9 +459,13 @@ def test_docs_wire_md_tables_are_wire_py():
     assert [(int(row[0]), row[1]) for row in tables["Message types"]] == [(int(m), m.name) for m in MessageType]
     assert [(int(row[0], 16), row[1]) for row in tables["Flags"]] == [(v, n) for n, v in _flags().items()]
     assert [(int(row[0]), row[1]) for row in tables["Extensions"]] == [(int(m), m.name) for m in Ext]
+    records = tables["Event records (CAUSAL_DATA body)"]
+    assert [tuple(row[:3]) for row in records] == _record_rows()
+    assert _record_rows()[-2:] == [("21 + 4n", "4", "body_len"), ("25 + 4n", "body_len", "body")]  # as it reads
     with open(WIRE_MD) as handle:
         text = handle.read()
     assert f"{MAX_DATAGRAM} bytes of UDP payload" in text and f"`header_len` of {BASE_LEN} or more" in text
+    assert f"uint{EVENT_COUNT.size * 8} record count" in text and "`EVENT_COUNT`, `EVENT_RECORD`" in text
 
 
 # -- the synthetic generator ------------------------------------------------------------------------
