@@ -1,0 +1,73 @@
+"""The ticket-uniqueness check (spark_analysis/checks/tickets.py) on hand-made histories and on the
+ticket changes of the in-memory cluster (tests/cluster_net.py), where breaking the temporary
+coordinator's wait must make it fail."""
+
+from __future__ import annotations
+
+from agents.causal import cluster as cluster_mod
+from spark_analysis.checks.tickets import check_ticket_uniqueness
+
+from .cluster_net import ClusterNet
+from .test_causal_cluster import N, ring
+
+
+def row(node, t, ticket, coordinates, why="x"):
+    return {"node": node, "t": t, "ticket": ticket, "coordinates": coordinates, "why": why}
+
+
+def test_a_handoff_without_overlap_is_valid_and_an_overlap_is_named():
+    rows = [row("a", 0, 3, [3, 2, 1, 0]), row("a", 10, 3, [3, 2], "served cjoin"), row("b", 11, 1, [1, 0], "joined")]
+    res = check_ticket_uniqueness(rows, end_ns=100)
+    assert res["verdict"] == "valid" and res["stats"]["tickets"] == 4
+    rows.append(row("c", 50, 2, [2]))
+    res = check_ticket_uniqueness(rows, end_ns=100)
+    assert res["verdict"] == "invalid" and res["anomalies"] == {"shared-ticket": 1}
+    c = res["counterexamples"]["shared-ticket"][0]
+    assert (c["ticket"], c["nodes"], c["from"], c["until"]) == (2, ["a", "c"], 50, 100)
+    assert [h["as"] for h in c["held"]] == ["coordinator", "owner"]
+
+
+def test_a_dead_node_holds_nothing_after_it_went_down():
+    rows = [row("a", 0, 5, [5, 4]), row("b", 20, 4, [4])]
+    assert check_ticket_uniqueness(rows, end_ns=100)["verdict"] == "invalid"
+    assert check_ticket_uniqueness(rows, down={"a": [(15, None)]}, end_ns=100)["verdict"] == "valid"
+    assert check_ticket_uniqueness(rows, down={"a": [(25, None)]}, end_ns=100)["verdict"] == "invalid"
+    # down and back: a holds nothing again until it logs
+    assert check_ticket_uniqueness(rows, down={"a": [(10, 30)]}, end_ns=100)["verdict"] == "valid"
+
+
+def test_nothing_logged_is_unknown():
+    res = check_ticket_uniqueness([])
+    assert res["verdict"] == "unknown" and "causal ticket" in res["stats"]["reason"]
+
+
+def _cut_link_run(seed=4):
+    names = [f"c{i}" for i in range(7)]
+    net = ClusterNet(names, N, k=1, seed=seed)
+    net.bootstrap(ring(names))
+    net.run_until(3.5)
+    net.cut.add(frozenset(("c3", "c2")))
+    net.run_until(20.5)
+    return net
+
+
+def test_the_cluster_algorithm_keeps_tickets_unique_and_the_check_catches_a_broken_one(monkeypatch):
+    net = _cut_link_run()
+    assert check_ticket_uniqueness(net.log, end_ns=21)["verdict"] == "valid"
+    # a temporary coordinator that counts the excluded tickets at once, without waiting dist(p, q)
+    # rounds for the excluded process to stop, shares them with it: the check must say so
+    original = cluster_mod.ClusterMember.poll
+
+    def eager(self, now):
+        out = original(self, now)
+        if self.taken_over:
+            self.taken_over.clear()
+            self._changed("taken over at once (broken)")
+        return out
+
+    monkeypatch.setattr(cluster_mod.ClusterMember, "poll", eager)
+    broken = _cut_link_run()
+    res = check_ticket_uniqueness(broken.log, end_ns=21)
+    assert res["verdict"] == "invalid", res
+    c = res["counterexamples"]["shared-ticket"][0]
+    assert set(c["nodes"]) == {"c2", "c3"}
