@@ -238,6 +238,11 @@ class ClusterMember:
             return self._exclude_next(now)
         return []
 
+    def next_deadline(self) -> Optional[float]:
+        """When `poll` has something to decide (the exclusion's wait), or None."""
+        ex = self._exclusion
+        return ex.deadline if ex is not None else None
+
     def poll(self, now: float) -> List[Out]:
         """Deadlines: the exclusion's 2δ wait for ACKCOORD (and for ACKEXCLUDE)."""
         ex = self._exclusion

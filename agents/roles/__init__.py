@@ -24,6 +24,8 @@ _ROLES: Dict[str, str] = {
     # DEECo gossip (agents/deeco/): nodes hosting components, and groupers
     "deeco-node": "agents.deeco.node",
     "deeco-grouper": "agents.deeco.grouper",
+    # causal cluster consistency (agents/causal/): cluster management, PrCast and the causality layer
+    "causal-member": "agents.causal.member",
 }
 
 #: roles that run no testbed agent: the node runs its image's (or its own) command

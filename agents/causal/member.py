@@ -1,0 +1,409 @@
+"""The `causal-member` role: a member of a cluster running the two-layer causal protocol of
+Gidenstam et al. (../shared/papers/causal-cluster-consistency.txt, sections 4-6) over the agent
+runtime. It wires three parts without I/O of their own: cluster management (cluster.py,
+Algorithms 2-4), PrCast gossip (prcast.py) and the causality layer (causality.py, Algorithm 5).
+docs/CAUSAL-READING.md gives the readings (A-numbers) these follow.
+
+Who is who. Every node with this role is a member of the cluster: it gossips and delivers.
+A member with `coordinator: true` (the default) is in Core_C: it owns a ticket, a vector entry,
+and creates events. The coordinators without `join` form the static initial ring (A8): in node
+order, their tickets spread evenly over 0..`tickets`-1; a coordinator with `join: true` asks one
+of them for a ticket by cjoin when its workload starts (a node started from the timeline joins
+that way). A coordinator that leaves or is excluded stops creating events and stays a member.
+
+Rounds. Gossip rounds every `gossip_round_ms`: each coordinator creates floor(x) events plus
+one with probability frac(x), x = `events_per_round` (or `cluster_events_per_round` divided
+by the initial ring's size: the paper's "coordinators x p = 6"), then the causality layer's
+timers run and PrCast sends its buffer to `fanout` members. Cluster-management rounds every
+`round_ms` (A1: a round must outlast a PrCast, max_hops gossip rounds). Timers of the causality
+layer (time_to_terminate, time_to_recover) count gossip rounds. Both kinds of round go on after
+the workload ends, through the quiet period, creating nothing: forwarding is dissemination, not
+new traffic, and events in flight then are not cut off as "lost".
+
+On the wire. A gossip message is CAUSAL_DATA whose body is event records (agents/wire.py,
+encode_events: index, sequence, origin, creation time, age, vector timestamp, body of
+`event_bytes`), one datagram per target, fragmented when larger. Recovery asks for one event
+with CAUSAL_RECOVER (JSON {"want": [index, sequence]}) and is answered with CAUSAL_RECOVERY,
+whose body is the event's record. Cluster management is MEMBERSHIP with a JSON body {"m": type, "p": payload}; a send
+the algorithms need a status of (UPDATE, ACKCJOIN, EXCLUDE) carries "ref", the receiver answers
+{"m": "STATUS", "ref": ...} at once, and no answer within `delta_ms` is a failed status: the
+connection-oriented send of section 4.2 over UDP. An announcement of a new owner goes to every
+member directly (the paper PrCasts it; one message each here, counted as membership traffic).
+
+The log. An event's creation is the application send (type CAUSAL_EVENT: origin the creator,
+seq its sequence t_e[index], message_id its ticket, `ts` its vector timestamp), logged only:
+on the wire events travel as records. Every delivery is a `deliver` of CAUSAL_EVENT with `ts`
+and `how` (in order, forced, own); an event that became obsolete before it could be delivered is
+a `drop` with reason "obsolete". Each ticket change is a state `causal ticket` with the
+membership state, the ticket owned and the tickets coordinated (the ticket-uniqueness check reads
+these), and why. At its stop the role logs state `causal counters`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from typing import Any, Dict, List, Optional, Tuple
+
+from agents import wire
+from agents.roles import MAX_BODY_BYTES, is_number, number_at_least, whole_at_least
+from agents.runtime import Role, now_ns
+from agents.wire import MessageType
+
+from .causality import RECOVERY, CausalLayer, Event, buffer_size
+from .cluster import COORDINATOR, MESSAGES, ClusterMember, Out
+from .prcast import PrCast
+
+ROLE_NAME = "causal-member"
+MAX_TICKETS = 65535
+MAX_MS = 3_600_000
+DEFAULTS = {"k": 1, "round_ms": 1000, "gossip_round_ms": 100, "delta_ms": 100, "p_exclude": 1.0, "fanout": 4,
+            "max_hops": 5, "max_events": 20, "history": 40, "recovery": "r1", "k_rec": 4,
+            "time_to_terminate": 5, "time_to_recover": 5, "event_bytes": 16}
+TICKET_STATE = "causal ticket"
+COUNTERS_STATE = "causal counters"
+
+
+def _bool(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _ms(v: Any) -> bool:
+    return is_number(v) and 0 < v <= MAX_MS
+
+
+PARAMS = {
+    "coordinator": (_bool, "true (in Core_C: owns a ticket, creates events) or false (a member only)"),
+    "join": (_bool, "true: join Core_C by cjoin when the workload starts; false: in the initial ring"),
+    "tickets": (whole_at_least(1, MAX_TICKETS), f"n, the tickets and vector entries, from 1 to {MAX_TICKETS}"),
+    "k": (whole_at_least(0, 100), "the fault-tolerance k (2k+1 neighbours, k+1 quorum), from 0 to 100"),
+    "round_ms": (_ms, f"the cluster-management round in ms, above 0, at most {MAX_MS}"),
+    "gossip_round_ms": (_ms, f"the gossip round in ms, above 0, at most {MAX_MS}"),
+    "delta_ms": (_ms, f"δ, the status wait of a connection-oriented send in ms, above 0, at most {MAX_MS}"),
+    "p_exclude": (number_at_least(0, 1), "P_exclude, a number from 0 to 1"),
+    "fanout": (whole_at_least(1, 10_000), "F, the members each gossip message goes to, from 1"),
+    "max_hops": (whole_at_least(1, 255), "the age in hops at which an event stops being forwarded, 1 to 255"),
+    "max_events": (whole_at_least(1, 10_000), "the most events in a gossip message (and the buffer), from 1"),
+    "history": (whole_at_least(1, 1_000_000), "event ids remembered against duplicates, from 1"),
+    "view_size": (whole_at_least(1, 100_000), "a partial view of this many members drawn each round (lpbcast-style)"),
+    "recovery": (lambda v: v in RECOVERY, "none, r1 (ask the originator) or r4 (ask k_rec random members)"),
+    "k_rec": (whole_at_least(1, 1000), "the members R4 asks, from 1"),
+    "time_to_terminate": (number_at_least(0, 1_000_000), "gossip rounds an event waits before recovery, from 0"),
+    "time_to_recover": (number_at_least(0, 1_000_000), "gossip rounds more before forced delivery, from 0"),
+    "buffer_events": (whole_at_least(1, 10_000_000), "the recovery buffer's size in events (default: Theorem 5.1)"),
+    "events_per_round": (number_at_least(0, 10_000), "events a coordinator creates per gossip round, from 0"),
+    "cluster_events_per_round": (number_at_least(0, 100_000),
+                                 "n·p, events per gossip round in the cluster, shared by the initial ring"),
+    "event_bytes": (whole_at_least(0, MAX_BODY_BYTES), f"an event's body in bytes, from 0 to {MAX_BODY_BYTES}"),
+    "count": (whole_at_least(0, 2 ** 31 - 1), "the most events this coordinator creates"),
+}
+
+EVENT_FIELDS = {
+    "send": {"ts": ("array", "the event's vector timestamp, one entry per ticket (causal)"),
+             "ticket": ("integer", "the creating coordinator's ticket, the event's index (causal)"),
+             "events": ("integer", "event records a gossip message carries (causal)"),
+             "membership": ("string", "the cluster-management message a MEMBERSHIP send carries (causal)")},
+    "deliver": {"ts": ("array", "the event's vector timestamp, one entry per ticket (causal)"),
+                "ticket": ("integer", "the event's index (causal)"),
+                "how": ("string", "in order, forced (after time_to_recover) or own (causal)")},
+    "state": {"membership": ("string", "joining, coordinator, disconnected or left (causal ticket)"),
+              "ticket": ("integer", "the ticket owned, null for none (causal ticket)"),
+              "coordinates": ("array", "the tickets coordinated, own included (causal ticket)"),
+              "why": ("string", "what changed the tickets (causal ticket)"),
+              "excluded": ("array", "the processes an exclusion removed (causal ticket)"),
+              "joiner": ("string", "the process a cjoin was served to (causal ticket)"),
+              "tickets": ("array", "the tickets an exclusion took over, E_pq (causal ticket)"),
+              "temp_rounds": ("integer", "rounds left as a temporary coordinator (causal ticket)"),
+              "heard": ("array", "the L members heard from when too few ALIVEs came (causal ticket)"),
+              "acks": ("array", "the ACKCOORDs an exclusion got (causal ticket)"),
+              "excluding": ("array", "the tickets of an exclusion that failed (causal ticket)")},
+}
+
+
+def causal_members(nodes: Dict[str, Dict[str, Any]]) -> List[str]:
+    return sorted((n for n, info in nodes.items() if info.get("role") == ROLE_NAME), key=lambda n: nodes[n]["id"])
+
+
+def _coordinators(nodes: Dict[str, Dict[str, Any]]) -> Tuple[List[str], List[str]]:
+    """(the initial ring, the joiners), in node order."""
+    ring, joiners = [], []
+    for n in causal_members(nodes):
+        params = nodes[n].get("params") or {}
+        if params.get("coordinator", True) is False:
+            continue
+        (joiners if params.get("join") else ring).append(n)
+    return ring, joiners
+
+
+def initial_ring(nodes: Dict[str, Dict[str, Any]], tickets: int) -> Dict[int, str]:
+    ring, _ = _coordinators(nodes)
+    return {math.floor(i * tickets / len(ring)): name for i, name in enumerate(ring)} if ring else {}
+
+
+def default_tickets(nodes: Dict[str, Dict[str, Any]]) -> int:
+    ring, joiners = _coordinators(nodes)
+    return max(1, len(ring) + len(joiners))
+
+
+def check_structure(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[Tuple[str, str, str]]:
+    """Enough tickets for the coordinators, an initial ring of at least k+1 (A8), the same n and
+    k everywhere, and one way of giving the load."""
+    params = nodes[name].get("params") or {}
+    ring, joiners = _coordinators(nodes)
+    tickets = params.get("tickets", default_tickets(nodes))
+    if tickets < len(ring) + len(joiners):
+        return "tickets", f"{tickets} tickets for {len(ring) + len(joiners)} coordinators", \
+            f"at least {len(ring) + len(joiners)}"
+    k = params.get("k", DEFAULTS["k"])
+    if params.get("coordinator", True) and not ring:
+        return "join", "no coordinator is in the initial ring, so nobody can serve a cjoin", \
+            "join: false on at least one coordinator"
+    if params.get("coordinator", True) and len(ring) < k + 1:
+        return "k", f"k = {k} needs an initial ring of at least {k + 1} coordinators, there are {len(ring)}", \
+            f"k at most {max(len(ring) - 1, 0)}, or more coordinators without join"
+    for other in causal_members(nodes):
+        op = nodes[other].get("params") or {}
+        for key in ("tickets", "k"):
+            if op.get(key, default_tickets(nodes) if key == "tickets" else DEFAULTS["k"]) != \
+                    params.get(key, default_tickets(nodes) if key == "tickets" else DEFAULTS["k"]):
+                return key, f"{name} and {other} differ in {key}", "the same value on every causal-member node"
+    if "events_per_round" in params and "cluster_events_per_round" in params:
+        return "cluster_events_per_round", "given with events_per_round", "one of the two"
+    return None
+
+
+class CausalMember(Role):
+    def __init__(self, agent, params: Dict[str, Any]) -> None:
+        super().__init__(agent, params)
+        p = {**DEFAULTS, **params}
+        self.p = p
+        nodes = agent.config.nodes
+        self.members = causal_members(nodes)
+        self.n = int(p.get("tickets", default_tickets(nodes)))
+        self.ring = initial_ring(nodes, self.n)
+        self.coordinator = p.get("coordinator", True) is not False
+        self.joiner = bool(p.get("join", False)) and self.coordinator
+        if "cluster_events_per_round" in p:
+            self.rate = float(p["cluster_events_per_round"]) / max(len(self.ring), 1)
+        else:
+            self.rate = float(p.get("events_per_round", 0))
+        self.count = p.get("count")
+        self.created = 0
+        self.gossip_s = float(p["gossip_round_ms"]) / 1000
+        self.round_s = float(p["round_ms"]) / 1000
+        self.delta_s = float(p["delta_ms"]) / 1000
+        self.size = int(p["event_bytes"])
+        rng = agent.rng
+        self.rng = rng
+        members = lambda: self.members  # noqa: E731
+        self.owners: Dict[int, str] = dict(self.ring)   # ticket → the last creator seen of it
+        self.cluster = ClusterMember(agent.name, self.n, int(p["k"]), delta=self.delta_s,
+                                     p_exclude=float(p["p_exclude"]), rng=rng) if self.coordinator else None
+        self.gossip = PrCast(agent.name, members, fanout=int(p["fanout"]), max_hops=int(p["max_hops"]),
+                             max_events=int(p["max_events"]), history=int(p["history"]),
+                             view_size=p.get("view_size"), rng=rng)
+        rounds = 2 * int(p["max_hops"]) + float(p["time_to_terminate"]) + float(p["time_to_recover"])
+        cluster_rate = self.rate * max(len(self.ring), 1)
+        self.buffer_events = int(p.get("buffer_events") or buffer_size(cluster_rate, rounds))
+        self.causal = CausalLayer(self.n, None, recovery=p["recovery"], k_rec=int(p["k_rec"]),
+                                  buffer_events=self.buffer_events, time_to_terminate=float(p["time_to_terminate"]),
+                                  time_to_recover=float(p["time_to_recover"]), members=members, me=agent.name,
+                                  owner_of=self._owner_of, rng=rng)
+        self.round_no = 0
+        self.creating = True
+        self._statuses: Dict[int, float] = {}       # ref → deadline (loop time)
+        self._armed: Optional[float] = None          # the cluster deadline a poll is scheduled for
+        self._logged_drops = 0
+        self.clock = now_ns
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _owner_of(self, ticket: int) -> Optional[str]:
+        if self.cluster is not None and ticket in self.cluster.cview:
+            return self.cluster.cview[ticket]
+        return self.owners.get(ticket)
+
+    def _node_id(self, name: str) -> int:
+        return int(self.agent.config.nodes[name]["id"])
+
+    def _record(self, e: Event, age: int) -> "wire.EventRecord":
+        return wire.EventRecord(index=e.index, sequence=e.ts[e.index], origin=self._node_id(e.origin),
+                                created_ns=e.created_ns, age=age, ts=tuple(e.ts), body=bytes(e.size))
+
+    def _event(self, r: "wire.EventRecord") -> Event:
+        origin = self.agent.by_id.get(r.origin, str(r.origin))
+        return Event(r.index, tuple(r.ts), origin, r.created_ns, len(r.body))
+
+    def _log_delivered(self, events: List[Event]) -> None:
+        if not events:
+            return
+        how = {id(e): h for e, h in self.causal.delivered[-len(events):]}
+        for e in events:
+            self.agent.log.write("deliver", type="CAUSAL_EVENT", origin=e.origin, seq=e.ts[e.index],
+                                 message_id=e.index, ticket=e.index, ts=list(e.ts), how=how.get(id(e), "in order"),
+                                 produced_ns=e.created_ns)
+        self._log_drops()
+
+    def _log_drops(self) -> None:
+        for (index, seq), reason in self.causal.dropped[self._logged_drops:]:
+            self.agent.log.write("drop", reason=reason, origin=self._owner_of(index) or str(index), seq=seq,
+                                 message_id=index)
+        self._logged_drops = len(self.causal.dropped)
+
+    # -- cluster management plumbing -------------------------------------------------------------
+
+    def _send_cluster(self, outs: List[Out]) -> None:
+        loop = asyncio.get_event_loop()
+        for out in outs:
+            body: Dict[str, Any] = {"m": out.type, "p": out.payload}
+            if out.ref is not None:
+                body["ref"] = out.ref
+                self._statuses[out.ref] = loop.time() + self.delta_s
+                loop.call_later(self.delta_s, self._status_timeout, out.ref)
+            targets = [m for m in self.members if m != self.agent.name] if out.to == "all" else out.to
+            if targets:
+                self.agent.send(MessageType.MEMBERSHIP, wire.json_body(body), to=targets, membership=out.type)
+        self._sync_ticket()
+        deadline = self.cluster.next_deadline() if self.cluster is not None else None
+        if deadline is not None and deadline != self._armed:
+            self._armed = deadline
+            loop.call_later(max(deadline - loop.time(), 0) + 0.001, self.poll)
+
+    def _sync_ticket(self) -> None:
+        if self.cluster is None:
+            return
+        for change in self.cluster.changes():
+            fields = {k: v for k, v in change.items() if k not in ("state", "why", "ticket", "coordinates")}
+            self.agent.log.write("state", state=TICKET_STATE, membership=change["state"], ticket=change["ticket"],
+                                 coordinates=change["coordinates"], why=change["why"], **fields)
+        self.causal.ticket = self.cluster.ticket if self.cluster.state == COORDINATOR else None
+        if self.causal.ticket is not None:
+            self.owners[self.causal.ticket] = self.agent.name
+
+    # -- the loops ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        if self.cluster is not None:
+            if self.joiner:
+                self._send_cluster(self.cluster.join(sorted(self.ring.values())))
+            else:
+                self.cluster.bootstrap(self.ring)
+                self._sync_ticket()
+        try:
+            await asyncio.gather(*self._loops())
+        except asyncio.CancelledError:
+            # the workload ends (SIGUSR1): no new events, but gossip and membership go on through
+            # the quiet period, so that events in flight are not cut off as "lost"
+            self.creating = False
+            for loop in self._loops():
+                asyncio.ensure_future(loop)
+            raise
+
+    def _loops(self) -> list:
+        loops = [self._every(self.gossip_s, self.gossip_round)]
+        if self.cluster is not None:
+            loops.append(self._every(self.round_s, self.cluster_round))
+        return loops
+
+    async def _every(self, period: float, action) -> None:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        n = 1
+        while True:
+            delay = start + n * period - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            try:
+                action()
+            except Exception as exc:   # one failed round is logged; the schedule goes on
+                self.agent.log_error(action.__name__, exc)
+            n = max(n + 1, math.floor((loop.time() - start) / period) + 1)
+
+    def gossip_round(self) -> None:
+        self.round_no += 1
+        if self.causal.ticket is not None and self.creating:
+            k = math.floor(self.rate) + (1 if self.rng.random() < self.rate - math.floor(self.rate) else 0)
+            for _ in range(k):
+                if self.count is not None and self.created >= self.count:
+                    break
+                e = self.causal.create(self.clock(), self.size)
+                self.created += 1
+                self.agent.log.write("send", type="CAUSAL_EVENT", origin=self.agent.name, seq=e.ts[e.index],
+                                     to="all", message_id=e.index, ticket=e.index, ts=list(e.ts), bytes=e.size,
+                                     frags=0, reliable=False, hops=0,
+                                     eligible=[m for m in self.members if m != self.agent.name])
+                self.gossip.broadcast(e.eid, e)
+        requests, delivered = self.causal.tick(self.round_no)
+        self._log_delivered(delivered)
+        for eid, targets in requests:
+            self.agent.send(MessageType.CAUSAL_RECOVER, wire.json_body({"want": list(eid)}), to=targets)
+        targets, entries = self.gossip.round()
+        if targets and entries:
+            body = wire.encode_events([self._record(e, age) for _, e, age in entries])
+            self.agent.send(MessageType.CAUSAL_DATA, body, to=targets, events=len(entries))
+
+    def cluster_round(self) -> None:
+        self._send_cluster(self.cluster.round(asyncio.get_event_loop().time()))
+
+    def _status_timeout(self, ref: int) -> None:
+        """No STATUS within δ: the send failed (section 4.2's weak detection)."""
+        if self._statuses.pop(ref, None) is not None and self.cluster is not None:
+            self._guard(lambda now: self.cluster.on_status(ref, False, now))
+
+    def poll(self) -> None:
+        """The cluster's own deadline (the exclusion's 2δ wait) came."""
+        if self.cluster is not None:
+            self._guard(self.cluster.poll)
+
+    def _guard(self, call) -> None:
+        """A cluster call from a timer: its exception is logged like a round's."""
+        try:
+            self._send_cluster(call(asyncio.get_event_loop().time()))
+        except Exception as exc:
+            self.agent.log_error("cluster timer", exc)
+
+    # -- messages -------------------------------------------------------------------------------
+
+    def on_message(self, header, body: bytes, sender: str) -> None:
+        if header.type == MessageType.CAUSAL_DATA:
+            entries = []
+            for r in wire.decode_events(body):
+                e = self._event(r)
+                self.owners.setdefault(e.index, e.origin)
+                entries.append((e.eid, e, r.age))
+            for _, e in self.gossip.receive(entries):
+                self._log_delivered(self.causal.receive(e, self.round_no))
+        elif header.type == MessageType.CAUSAL_RECOVER:
+            want = wire.read_json_body(body).get("want")
+            if isinstance(want, list) and len(want) == 2 and all(isinstance(x, int) for x in want):
+                found = self.causal.on_recover((want[0], want[1]))
+                if found is not None:
+                    self.agent.send(MessageType.CAUSAL_RECOVERY, wire.encode_events([self._record(found, 0)]),
+                                    to=sender, events=1)
+        elif header.type == MessageType.CAUSAL_RECOVERY:
+            for r in wire.decode_events(body):
+                self._log_delivered(self.causal.on_ack_recover(self._event(r)))
+        elif header.type == MessageType.MEMBERSHIP:
+            msg = wire.read_json_body(body)
+            kind, ref = msg.get("m"), msg.get("ref")
+            if kind == "STATUS":
+                if self.cluster is not None and self._statuses.pop(ref, None) is not None:
+                    now = asyncio.get_event_loop().time()
+                    self._send_cluster(self.cluster.on_status(ref, True, now))
+                return
+            if ref is not None:
+                self.agent.send(MessageType.MEMBERSHIP, wire.json_body({"m": "STATUS", "ref": ref}), to=sender,
+                                membership="STATUS")
+            if self.cluster is not None and kind in MESSAGES:
+                now = asyncio.get_event_loop().time()
+                self._send_cluster(self.cluster.on_message(sender, kind, msg.get("p") or {}, now))
+
+    def stop(self) -> None:
+        self._log_drops()
+        self.agent.log.write("state", state=COUNTERS_STATE, **{f"causal_{k}": v for k, v in self.causal.counters.items()},
+                             **{f"gossip_{k}": v for k, v in self.gossip.counters.items()},
+                             buffer_events=self.buffer_events)
+
+
+ROLE = CausalMember

@@ -1,0 +1,136 @@
+"""The causal-member role (agents/causal/member.py): its parameters and structure checked like any
+role's, then real runs on 25 containers on a switch: the protocol delivers every event in
+(optimistic) causal order, and a killed coordinator is excluded by its predecessor while the others
+stay, each sending at most 2k+1 ALIVE messages a round, with tickets unique throughout."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+
+import pytest
+
+from agents.roles import check_params, check_structure
+from spark_analysis.checks.tickets import check_ticket_uniqueness
+from spark_analysis.history import down_intervals
+
+from .test_deeco import ROOT, _testbed
+
+SCENARIO = f"{ROOT}/scenarios/causal-cluster.yaml"
+
+
+def _nodes(count=6, joiners=0, members=0, **params):
+    nodes = {}
+    for i in range(count + joiners + members):
+        p = dict(params)
+        if i >= count + joiners:
+            p["coordinator"] = False
+        elif i >= count:
+            p["join"] = True
+        nodes[f"m{i + 1}"] = {"id": i + 1, "role": "causal-member", "params": p}
+    return nodes
+
+
+def test_parameters_are_checked_with_what_is_allowed():
+    assert check_params("causal-member", {"tickets": 32, "k": 1, "recovery": "r4", "fanout": 4}) is None
+    name, problem, allowed = check_params("causal-member", {"recovery": "r2"})
+    assert name == "recovery" and "r1" in allowed and "r4" in allowed
+    assert check_params("causal-member", {"gossip_round_ms": 0})[0] == "gossip_round_ms"
+    assert check_params("causal-member", {"tickets": 0})[0] == "tickets"
+    assert check_params("causal-member", {"events_per_round": float("nan")})[1].endswith("not a number")
+    assert check_params("causal-member", {"max_hops": 300})[0] == "max_hops"
+
+
+def test_the_structure_needs_tickets_for_every_coordinator_and_a_ring_of_k_plus_1():
+    assert check_structure("causal-member", "m1", _nodes(6, joiners=2, members=3)) is None
+    field, problem, allowed = check_structure("causal-member", "m1", _nodes(6, joiners=2, tickets=7))
+    assert field == "tickets" and "8 coordinators" in problem and allowed == "at least 8"
+    field, problem, _ = check_structure("causal-member", "m1", _nodes(2, k=2))
+    assert field == "k" and "at least 3" in problem
+    nodes = _nodes(4)
+    nodes["m2"]["params"]["k"] = 2
+    assert check_structure("causal-member", "m1", nodes)[0] == "k"
+    only_joiners = {n: {**v, "params": {"join": True}} for n, v in _nodes(3).items()}
+    assert check_structure("causal-member", "m1", only_joiners)[0] == "join"
+    both = _nodes(3, events_per_round=1, cluster_events_per_round=3)
+    assert check_structure("causal-member", "m1", both)[0] == "cluster_events_per_round"
+
+
+def _logs(run_dir):
+    with open(os.path.join(run_dir, "manifest.json")) as fh:
+        t0 = json.load(fh)["t0_ns"]
+    out = collections.defaultdict(list)
+    for name in os.listdir(os.path.join(run_dir, "logs")):
+        with open(os.path.join(run_dir, "logs", name)) as fh:
+            for line in fh:
+                e = json.loads(line)
+                e["s"] = (e["t"] - t0) / 1e9
+                out[e["node"]].append(e)
+    return out
+
+
+@pytest.fixture(scope="module")
+def causal_runs(machine, images, tmp_path_factory):
+    from testbed.cleanup import leftovers
+    base = tmp_path_factory.mktemp("causal")
+    plan = {"plain": ("duration=12s",),
+            "kill": ("duration=14s", "timeline=[{at: 4s, action: kill, node: m13}]")}
+    dirs = {}
+    for name, sets in plan.items():
+        out = base / name
+        args = ["run", SCENARIO, "--out", str(out), "--quiet", "--analyze"]
+        for item in sets:
+            args += ["--set", item]
+        res = _testbed(*args)
+        assert res.returncode == 0, f"{name}: {res.stderr[-3000:]}"
+        dirs[name] = str(out)
+    assert not leftovers(), "the runs left testbed objects behind"
+    return dirs
+
+
+def _checks(run_dir):
+    with open(os.path.join(run_dir, "report", "results.json")) as fh:
+        return {c["check"]: c for c in json.load(fh)["checks"]}
+
+
+@pytest.mark.network
+def test_real_cluster_delivers_every_event_once_in_causal_order(causal_runs):
+    logs = _logs(causal_runs["plain"])
+    assert not [e for es in logs.values() for e in es if e["event"] == "error"]
+    created = [e for es in logs.values() for e in es if e["event"] == "send" and e.get("type") == "CAUSAL_EVENT"]
+    # 6 events a 100 ms gossip round in the cluster for 12 s: about 720
+    assert 500 <= len(created) <= 950, len(created)
+    checks = _checks(causal_runs["plain"])
+    for name in ("at-most-once", "at-least-once", "optimistic-causal-order", "causal-order", "no-phantom"):
+        assert checks[name]["verdict"] == "valid", (name, checks[name]["anomalies"])
+    # the gossip carries several events a message, each a record (the wire's count is logged)
+    sizes = [e["events"] for es in logs.values() for e in es if e["event"] == "send" and e.get("type") == "CAUSAL_DATA"]
+    assert max(sizes) > 1 and max(sizes) <= 20
+
+
+@pytest.mark.network
+def test_real_killed_coordinator_is_excluded_by_its_predecessor_and_tickets_stay_unique(causal_runs):
+    logs = _logs(causal_runs["kill"])
+    assert not [e for es in logs.values() for e in es if e["event"] == "error"]
+    tickets = [e for es in logs.values() for e in es if e["event"] == "state" and e.get("state") == "causal ticket"]
+    boot = {e["node"]: e["ticket"] for e in tickets if e["why"] == "bootstrap"}
+    assert len(boot) == 25 and len(set(boot.values())) == 25
+    # the ring runs down the tickets: m13's predecessor owns the next ticket up
+    predecessor = min((n for n in boot if boot[n] > boot["m13"]), key=lambda n: boot[n])
+    excluded = [e for e in tickets if e["why"] == "excluded"]
+    assert [(e["node"], e["excluded"]) for e in excluded] == [(predecessor, ["m13"])], excluded
+    with open(os.path.join(causal_runs["kill"], "manifest.json")) as fh:
+        manifest = json.load(fh)
+    kill = next(a for a in manifest["timeline"] if a["action"] == "kill")
+    assert kill["t_s"] < excluded[0]["s"] <= kill["t_s"] + 3, "excluded within a few rounds of the kill"
+    assert not [e for e in tickets if e["membership"] != "coordinator" and e["node"] != "m13"], "the others stay"
+    res = check_ticket_uniqueness(tickets, down=down_intervals(manifest))
+    assert res["verdict"] == "valid", res
+    # Section 4.4: at most 2k+1 ALIVE messages a process a round (k = 1, rounds of 1 s)
+    per_round = collections.Counter((e["node"], int(e["s"])) for es in logs.values() for e in es
+                                    if e["event"] == "send" and e.get("membership") == "ALIVE")
+    assert per_round and max(per_round.values()) <= 3 * 2, "at most 3 a round (two rounds may share a second)"
+    checks = _checks(causal_runs["kill"])
+    assert checks["optimistic-causal-order"]["verdict"] == "valid"
+    assert checks["at-most-once"]["verdict"] == "valid"
