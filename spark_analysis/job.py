@@ -120,6 +120,7 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
 
     from . import local
     from .metrics import Collected, RunMetrics
+    from .protocols import plugins
 
     partial = {r.run_id: _partial_uri(r) for r in runs}
     for r in runs:
@@ -176,6 +177,8 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
         prog.stage("checks")
         for rid, done in pending.items():
             results[rid]["checks"], results[rid]["gossip"] = done.result()
+            for p in plugins():  # the checks a protocol analysis judges from its own inputs
+                results[rid]["checks"] += getattr(p, "checks", lambda section: [])(results[rid].get(p.NAME))
         prog.stage("writing tables")
         receptions.result()
         if len(runs) > 1:

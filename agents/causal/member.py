@@ -36,7 +36,10 @@ on the wire events travel as records. Every delivery is a `deliver` of CAUSAL_EV
 and `how` (in order, forced, own); an event that became obsolete before it could be delivered is
 a `drop` with reason "obsolete". Each ticket change is a state `causal ticket` with the
 membership state, the ticket owned and the tickets coordinated (the ticket-uniqueness check reads
-these), and why. At its stop the role logs state `causal counters`.
+these), and why. At its stop the role logs state `causal counters`: the layers' counters, and
+Figure 5's "gossip only": the same PrCast receive order delivered at once, where an event received
+after a causally later one of its index was delivered counts as out of order (lost in optimistic
+causal order without the causality layer).
 """
 
 from __future__ import annotations
@@ -117,7 +120,16 @@ EVENT_FIELDS = {
               "temp_rounds": ("integer", "rounds left as a temporary coordinator (causal ticket)"),
               "heard": ("array", "the L members heard from when too few ALIVEs came (causal ticket)"),
               "acks": ("array", "the ACKCOORDs an exclusion got (causal ticket)"),
-              "excluding": ("array", "the tickets of an exclusion that failed (causal ticket)")},
+              "excluding": ("array", "the tickets of an exclusion that failed (causal ticket)"),
+              **{f"causal_{k}": ("integer", f"the causality layer's {k.replace('_', ' ')} count (causal counters)")
+                 for k in ("recover_requests", "recover_messages", "recovered", "forced", "obsolete", "duplicates")},
+              **{f"gossip_{k}": ("integer", f"PrCast's {k} count (causal counters)")
+                 for k in ("overflow", "expired", "duplicates", "messages")},
+              "gossip_only_delivered": ("integer", "events the PrCast receive order delivers in optimistic "
+                                                   "causal order without the causality layer (causal counters)"),
+              "gossip_only_out_of_order": ("integer", "events that order would have to skip (causal counters)"),
+              "buffer_events": ("integer", "the recovery buffer's size in events (causal counters)"),
+              "events_created": ("integer", "events this member created (causal counters)")},
 }
 
 
@@ -212,6 +224,12 @@ class CausalMember(Role):
                                   owner_of=self._owner_of, rng=rng)
         self.round_no = 0
         self.creating = True
+        self._starts: Dict[str, float] = {}   # each loop's schedule origin (loop time)
+        # Figure 5's "gossip only": the same PrCast receive order delivered at once, each event
+        # unless a causally later one of its index was delivered already (optimistic order)
+        self.gossip_only_T = [0] * self.n
+        self.gossip_only_seen: set = set()
+        self.gossip_only = {"delivered": 0, "out_of_order": 0}
         self._statuses: Dict[int, float] = {}       # ref → deadline (loop time)
         self._armed: Optional[float] = None          # the cluster deadline a poll is scheduled for
         self._logged_drops = 0
@@ -250,6 +268,16 @@ class CausalMember(Role):
             self.agent.log.write("drop", reason=reason, origin=self._owner_of(index) or str(index), seq=seq,
                                  message_id=index)
         self._logged_drops = len(self.causal.dropped)
+
+    def _gossip_only(self, e: Event) -> None:
+        if e.eid in self.gossip_only_seen or e.origin == self.agent.name:
+            return
+        self.gossip_only_seen.add(e.eid)
+        if e.ts[e.index] <= self.gossip_only_T[e.index]:
+            self.gossip_only["out_of_order"] += 1
+            return
+        self.gossip_only["delivered"] += 1
+        self.gossip_only_T = [max(a, b) for a, b in zip(self.gossip_only_T, e.ts)]
 
     # -- cluster management plumbing -------------------------------------------------------------
 
@@ -307,9 +335,11 @@ class CausalMember(Role):
         return loops
 
     async def _every(self, period: float, action) -> None:
+        """`action` every `period` from the workload's start; restarted after the workload ends, it
+        keeps its phase (a cluster round that slipped would miss its neighbours' ALIVEs)."""
         loop = asyncio.get_running_loop()
-        start = loop.time()
-        n = 1
+        start = self._starts.setdefault(action.__name__, loop.time())
+        n = max(1, math.floor((loop.time() - start) / period) + 1)
         while True:
             delay = start + n * period - loop.time()
             if delay > 0:
@@ -373,6 +403,7 @@ class CausalMember(Role):
                 self.owners.setdefault(e.index, e.origin)
                 entries.append((e.eid, e, r.age))
             for _, e in self.gossip.receive(entries):
+                self._gossip_only(e)
                 self._log_delivered(self.causal.receive(e, self.round_no))
         elif header.type == MessageType.CAUSAL_RECOVER:
             want = wire.read_json_body(body).get("want")
@@ -403,7 +434,8 @@ class CausalMember(Role):
         self._log_drops()
         self.agent.log.write("state", state=COUNTERS_STATE, **{f"causal_{k}": v for k, v in self.causal.counters.items()},
                              **{f"gossip_{k}": v for k, v in self.gossip.counters.items()},
-                             buffer_events=self.buffer_events)
+                             **{f"gossip_only_{k}": v for k, v in self.gossip_only.items()},
+                             buffer_events=self.buffer_events, events_created=self.created)
 
 
 ROLE = CausalMember

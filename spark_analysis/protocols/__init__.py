@@ -14,7 +14,10 @@ A protocol analysis module declares:
   (columns run, node, t, state and the role's fields), sent the run's send events of every type,
   relays included, counted per (node, type, relayed) into messages, transmissions, datagrams and
   bytes (RunData.sent, spark_analysis.metrics);
-- html(section) -> str: its part of index.html.
+- html(section) -> str: its part of index.html;
+- optionally checks(section) -> list: property checks it judges from its own inputs (results in
+  the checks' shape, spark_analysis/checks/verdict.py), added to the run's checks after the
+  registry's (the causal analysis's ticket uniqueness, from logged ticket changes).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import List, Tuple
 _PLUGINS: List[str] = [
     "spark_analysis.protocols.abc",
     "spark_analysis.protocols.deeco",
+    "spark_analysis.protocols.causal",
 ]
 
 
