@@ -54,6 +54,12 @@ def test_the_structure_needs_tickets_for_every_coordinator_and_a_ring_of_k_plus_
     assert check_structure("causal-member", "m1", nodes)[0] == "k"
     only_joiners = {n: {**v, "params": {"join": True}} for n, v in _nodes(3).items()}
     assert check_structure("causal-member", "m1", only_joiners)[0] == "join"
+    fixed = _nodes(10, updaters=5)
+    assert check_structure("causal-member", "m9", fixed) is None
+    from agents.causal.member import default_tickets, initial_ring, is_coordinator
+    assert [n for n in fixed if is_coordinator(fixed, n)] == ["m1", "m2", "m3", "m4", "m5"]
+    assert default_tickets(fixed) == 5 and sorted(initial_ring(fixed, 5).values()) == ["m1", "m2", "m3", "m4", "m5"]
+    assert check_structure("causal-member", "m1", _nodes(4, updaters=5))[0] == "updaters"
     both = _nodes(3, events_per_round=1, cluster_events_per_round=3)
     assert check_structure("causal-member", "m1", both)[0] == "cluster_events_per_round"
 

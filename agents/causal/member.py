@@ -5,8 +5,8 @@ Algorithms 2-4), PrCast gossip (prcast.py) and the causality layer (causality.py
 docs/CAUSAL-READING.md gives the readings (A-numbers) these follow.
 
 Who is who. Every node with this role is a member of the cluster: it gossips and delivers.
-A member with `coordinator: true` (the default) is in Core_C: it owns a ticket, a vector entry,
-and creates events. The coordinators without `join` form the static initial ring (A8): in node
+A member with `coordinator: true` (the default; with `updaters: N`, the first N members in node
+order) is in Core_C: it owns a ticket, a vector entry, and creates events. The coordinators without `join` form the static initial ring (A8): in node
 order, their tickets spread evenly over 0..`tickets`-1; a coordinator with `join: true` asks one
 of them for a ticket by cjoin when its workload starts (a node started from the timeline joins
 that way). A coordinator that leaves or is excluded stops creating events and stays a member.
@@ -79,6 +79,8 @@ def _ms(v: Any) -> bool:
 PARAMS = {
     "coordinator": (_bool, "true (in Core_C: owns a ticket, creates events) or false (a member only)"),
     "join": (_bool, "true: join Core_C by cjoin when the workload starts; false: in the initial ring"),
+    "updaters": (whole_at_least(1, MAX_TICKETS), "the first N members in node order are coordinators (the others "
+                                                 "only members) unless a node sets coordinator"),
     "tickets": (whole_at_least(1, MAX_TICKETS), f"n, the tickets and vector entries, from 1 to {MAX_TICKETS}"),
     "k": (whole_at_least(0, 100), "the fault-tolerance k (2k+1 neighbours, k+1 quorum), from 0 to 100"),
     "round_ms": (_ms, f"the cluster-management round in ms, above 0, at most {MAX_MS}"),
@@ -137,14 +139,24 @@ def causal_members(nodes: Dict[str, Dict[str, Any]]) -> List[str]:
     return sorted((n for n, info in nodes.items() if info.get("role") == ROLE_NAME), key=lambda n: nodes[n]["id"])
 
 
+def is_coordinator(nodes: Dict[str, Dict[str, Any]], name: str) -> bool:
+    """`coordinator` when the node sets it; else, with `updaters` N, whether it is among the first
+    N members in node order (Figure 4's fixed updaters); else true."""
+    params = nodes[name].get("params") or {}
+    if "coordinator" in params:
+        return params["coordinator"] is not False
+    if "updaters" in params:
+        return causal_members(nodes).index(name) < int(params["updaters"])
+    return True
+
+
 def _coordinators(nodes: Dict[str, Dict[str, Any]]) -> Tuple[List[str], List[str]]:
     """(the initial ring, the joiners), in node order."""
     ring, joiners = [], []
     for n in causal_members(nodes):
-        params = nodes[n].get("params") or {}
-        if params.get("coordinator", True) is False:
+        if not is_coordinator(nodes, n):
             continue
-        (joiners if params.get("join") else ring).append(n)
+        (joiners if (nodes[n].get("params") or {}).get("join") else ring).append(n)
     return ring, joiners
 
 
@@ -168,10 +180,14 @@ def check_structure(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[Tup
         return "tickets", f"{tickets} tickets for {len(ring) + len(joiners)} coordinators", \
             f"at least {len(ring) + len(joiners)}"
     k = params.get("k", DEFAULTS["k"])
-    if params.get("coordinator", True) and not ring:
+    coordinator = is_coordinator(nodes, name)
+    if "updaters" in params and params["updaters"] > len(causal_members(nodes)):
+        return "updaters", f"{params['updaters']} updaters among {len(causal_members(nodes))} members", \
+            f"at most {len(causal_members(nodes))}"
+    if coordinator and not ring:
         return "join", "no coordinator is in the initial ring, so nobody can serve a cjoin", \
             "join: false on at least one coordinator"
-    if params.get("coordinator", True) and len(ring) < k + 1:
+    if coordinator and len(ring) < k + 1:
         return "k", f"k = {k} needs an initial ring of at least {k + 1} coordinators, there are {len(ring)}", \
             f"k at most {max(len(ring) - 1, 0)}, or more coordinators without join"
     for other in causal_members(nodes):
@@ -180,6 +196,8 @@ def check_structure(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[Tup
             if op.get(key, default_tickets(nodes) if key == "tickets" else DEFAULTS["k"]) != \
                     params.get(key, default_tickets(nodes) if key == "tickets" else DEFAULTS["k"]):
                 return key, f"{name} and {other} differ in {key}", "the same value on every causal-member node"
+        if op.get("updaters") != params.get("updaters"):
+            return "updaters", f"{name} and {other} differ in updaters", "the same value on every causal-member node"
     if "events_per_round" in params and "cluster_events_per_round" in params:
         return "cluster_events_per_round", "given with events_per_round", "one of the two"
     return None
@@ -194,7 +212,7 @@ class CausalMember(Role):
         self.members = causal_members(nodes)
         self.n = int(p.get("tickets", default_tickets(nodes)))
         self.ring = initial_ring(nodes, self.n)
-        self.coordinator = p.get("coordinator", True) is not False
+        self.coordinator = is_coordinator(nodes, agent.name)
         self.joiner = bool(p.get("join", False)) and self.coordinator
         if "cluster_events_per_round" in p:
             self.rate = float(p["cluster_events_per_round"]) / max(len(self.ring), 1)
