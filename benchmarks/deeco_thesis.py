@@ -2,13 +2,14 @@
 experiment files experiments/deeco/manet-p.yaml (Table 5, Figures 28-30: P = 0.0-1.0 with and
 without the communication boundary, 60 random-waypoint radio nodes for 5 minutes, 22 runs),
 manet-p-sparse.yaml (the same sweep at 7 values of P with a radio reach of about 100 m, the
-number of nodes a broadcast reaches that Table 5's counts imply, 14 runs), age.yaml (Figures
+number of nodes a broadcast reaches that Table 5's counts imply, 14 runs), manet-200.yaml (the
+thesis's 200 nodes in its 2 km square at that reach, P = 0.5 and 1.0, 4 runs), age.yaml (Figures
 29, 33-35, Table 6: knowledge age at P = 0.9 of simple gossip, the boundary and seven push-pull
 configurations, 9 runs; the set `age-sparse` runs it on the sparse topology) and
 ip-groupers.yaml (Figures 31-32: simple IP gossip against 8 groupers, P = 0.0-0.5 x C = 1-3 on
 60 switched nodes for 2 minutes, 36 runs).
 
-    python benchmarks/deeco_thesis.py [--set manet-p|manet-p-sparse|age|age-sparse|ip-groupers|all] [--seeds N] [--no-run]
+    python benchmarks/deeco_thesis.py [--set manet-p|manet-p-sparse|manet-200|age|age-sparse|ip-groupers|all] [--seeds N] [--no-run]
 
 Runs `testbed experiment` on each file (resuming what is complete: about 6 minutes a MANET run
 and 3 minutes an IP run on 2 cores), then writes benchmarks/results/deeco_thesis.json: per
@@ -28,6 +29,7 @@ from experiment_sets import main  # noqa: E402
 FILES = {"manet-p": "experiments/deeco/manet-p.yaml", "manet-p-sparse": "experiments/deeco/manet-p-sparse.yaml",
          "age": "experiments/deeco/age.yaml",
          "age-sparse": ("experiments/deeco/age.yaml", ["--set", "topology=../topologies/deeco-manet-60-sparse.yaml"]),
+         "manet-200": "experiments/deeco/manet-200.yaml",
          "ip-groupers": "experiments/deeco/ip-groupers.yaml"}
 
 if __name__ == "__main__":
