@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Set, Tuple
 
 from agents.causal.cluster import COORDINATOR, ClusterMember, Out
 

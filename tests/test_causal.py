@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
 import pytest
 
@@ -190,7 +190,7 @@ def _simulate(recovery: str, n=12, rounds=60, rate=0.5, loss=0.05, max_events=20
             at, _, to, kind, payload = heapq.heappop(queue)
             c = causal[to]
             if kind == "gossip":
-                for eid, e in gossip[to].receive(payload):
+                for _, e in gossip[to].receive(payload):
                     c.receive(e, at)
             elif kind == "recover":
                 eid, asker = payload

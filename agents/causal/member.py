@@ -45,7 +45,6 @@ causal order without the causality layer).
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 from typing import Any, Dict, List, Optional, Tuple
 

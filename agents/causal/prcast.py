@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict, deque
-from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Deque, Hashable, List, Optional, Sequence, Set, Tuple
 
 
 class PrCast:

@@ -76,7 +76,7 @@ def check_ticket_uniqueness(rows: Iterable[Row], down: Optional[Dict[str, List[T
     inf = float("inf")
     for ticket, spans in sorted(by_ticket.items()):
         spans.sort(key=lambda s: s[0])
-        for i, (s1, e1, n1, r1) in enumerate(spans):
+        for i, (_, e1, n1, r1) in enumerate(spans):
             for s2, e2, n2, r2 in spans[i + 1:]:
                 if s2 >= (inf if e1 is None else e1):
                     break
