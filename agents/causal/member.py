@@ -138,24 +138,27 @@ def causal_members(nodes: Dict[str, Dict[str, Any]]) -> List[str]:
     return sorted((n for n, info in nodes.items() if info.get("role") == ROLE_NAME), key=lambda n: nodes[n]["id"])
 
 
-def is_coordinator(nodes: Dict[str, Dict[str, Any]], name: str) -> bool:
-    """`coordinator` when the node sets it; else, with `updaters` N, whether it is among the first
-    N members in node order (Figure 4's fixed updaters); else true."""
-    params = nodes[name].get("params") or {}
+def _is_coordinator(params: Dict[str, Any], position: int) -> bool:
     if "coordinator" in params:
         return params["coordinator"] is not False
     if "updaters" in params:
-        return causal_members(nodes).index(name) < int(params["updaters"])
+        return position < int(params["updaters"])
     return True
+
+
+def is_coordinator(nodes: Dict[str, Dict[str, Any]], name: str) -> bool:
+    """`coordinator` when the node sets it; else, with `updaters` N, whether it is among the first
+    N members in node order (Figure 4's fixed updaters); else true."""
+    return _is_coordinator(nodes[name].get("params") or {}, causal_members(nodes).index(name))
 
 
 def _coordinators(nodes: Dict[str, Dict[str, Any]]) -> Tuple[List[str], List[str]]:
     """(the initial ring, the joiners), in node order."""
     ring, joiners = [], []
-    for n in causal_members(nodes):
-        if not is_coordinator(nodes, n):
-            continue
-        (joiners if (nodes[n].get("params") or {}).get("join") else ring).append(n)
+    for position, n in enumerate(causal_members(nodes)):
+        params = nodes[n].get("params") or {}
+        if _is_coordinator(params, position):
+            (joiners if params.get("join") else ring).append(n)
     return ring, joiners
 
 
@@ -169,34 +172,41 @@ def default_tickets(nodes: Dict[str, Dict[str, Any]]) -> int:
     return max(1, len(ring) + len(joiners))
 
 
+#: the parameters every causal-member node must give the same value (default: None here)
+SHARED = ("tickets", "k", "updaters")
+
+
 def check_structure(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[Tuple[str, str, str]]:
-    """Enough tickets for the coordinators, an initial ring of at least k+1 (A8), the same n and
-    k everywhere, and one way of giving the load."""
+    """Enough tickets for the coordinators, an initial ring of at least k+1 (A8), the same n,
+    k and updaters everywhere, and one way of giving the load. The coordinators are found once:
+    a 125-member cluster is checked node by node."""
     params = nodes[name].get("params") or {}
+    members = causal_members(nodes)
     ring, joiners = _coordinators(nodes)
-    tickets = params.get("tickets", default_tickets(nodes))
-    if tickets < len(ring) + len(joiners):
-        return "tickets", f"{tickets} tickets for {len(ring) + len(joiners)} coordinators", \
-            f"at least {len(ring) + len(joiners)}"
-    k = params.get("k", DEFAULTS["k"])
-    coordinator = is_coordinator(nodes, name)
-    if "updaters" in params and params["updaters"] > len(causal_members(nodes)):
-        return "updaters", f"{params['updaters']} updaters among {len(causal_members(nodes))} members", \
-            f"at most {len(causal_members(nodes))}"
+    coordinators = len(ring) + len(joiners)
+    defaults = {"tickets": max(1, coordinators), "k": DEFAULTS["k"], "updaters": None}
+
+    def shared(p: Dict[str, Any]) -> Dict[str, Any]:
+        return {key: p.get(key, defaults[key]) for key in SHARED}
+
+    mine = shared(params)
+    tickets, k = mine["tickets"], mine["k"]
+    if tickets < coordinators:
+        return "tickets", f"{tickets} tickets for {coordinators} coordinators", f"at least {coordinators}"
+    coordinator = _is_coordinator(params, members.index(name))
+    if "updaters" in params and params["updaters"] > len(members):
+        return "updaters", f"{params['updaters']} updaters among {len(members)} members", f"at most {len(members)}"
     if coordinator and not ring:
         return "join", "no coordinator is in the initial ring, so nobody can serve a cjoin", \
             "join: false on at least one coordinator"
     if coordinator and len(ring) < k + 1:
         return "k", f"k = {k} needs an initial ring of at least {k + 1} coordinators, there are {len(ring)}", \
             f"k at most {max(len(ring) - 1, 0)}, or more coordinators without join"
-    for other in causal_members(nodes):
-        op = nodes[other].get("params") or {}
-        for key in ("tickets", "k"):
-            if op.get(key, default_tickets(nodes) if key == "tickets" else DEFAULTS["k"]) != \
-                    params.get(key, default_tickets(nodes) if key == "tickets" else DEFAULTS["k"]):
+    for other in members:
+        theirs = shared(nodes[other].get("params") or {})
+        for key in SHARED:
+            if theirs[key] != mine[key]:
                 return key, f"{name} and {other} differ in {key}", "the same value on every causal-member node"
-        if op.get("updaters") != params.get("updaters"):
-            return "updaters", f"{name} and {other} differ in updaters", "the same value on every causal-member node"
     if "events_per_round" in params and "cluster_events_per_round" in params:
         return "cluster_events_per_round", "given with events_per_round", "one of the two"
     return None
