@@ -95,17 +95,24 @@ def test_a_killed_coordinator_is_excluded_and_its_tickets_are_reused():
     assert not net.violations
 
 
-@pytest.mark.parametrize("seed", [4, 5, 6])
-def test_an_unreachable_coordinator_is_excluded_and_stops_by_itself_within_the_distance(seed):
-    """c3 cannot reach its successor c2 (the link is cut, c2 still runs): c3 excludes c2, and c2,
-    whose ALIVEs from L now fail the quorum, stops coordinating before c3's temporary rounds end
-    (Corollary 4.1, Theorem 4.2): uniqueness holds throughout."""
+def cut_link_run(seed: int) -> ClusterNet:
+    """Seven coordinators; at 3.5 rounds the link between c3 and its successor c2 is cut (c2 still
+    runs), and the cluster goes on to 20.5 rounds."""
     names = [f"c{i}" for i in range(7)]
     net = ClusterNet(names, N, k=1, seed=seed)
     net.bootstrap(ring(names))
     net.run_until(3.5)
     net.cut.add(frozenset(("c3", "c2")))
     net.run_until(20.5)
+    return net
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_an_unreachable_coordinator_is_excluded_and_stops_by_itself_within_the_distance(seed):
+    """c3 cannot reach its successor c2 (the link is cut, c2 still runs): c3 excludes c2, and c2,
+    whose ALIVEs from L now fail the quorum, stops coordinating before c3's temporary rounds end
+    (Corollary 4.1, Theorem 4.2): uniqueness holds throughout."""
+    net = cut_link_run(seed)
     assert not net.violations, net.violations[:3]
     assert net.members["c2"].state == DISCONNECTED
     stop = next(e for e in net.log if e["node"] == "c2" and e["state"] == DISCONNECTED)

@@ -16,7 +16,7 @@ from agents.roles import check_params, check_structure
 from spark_analysis.checks.tickets import check_ticket_uniqueness
 from spark_analysis.history import down_intervals
 
-from .test_deeco import ROOT, _testbed
+from .test_deeco import ROOT, run_plan
 
 SCENARIO = f"{ROOT}/scenarios/causal-cluster.yaml"
 
@@ -79,20 +79,8 @@ def _logs(run_dir):
 
 @pytest.fixture(scope="module")
 def causal_runs(machine, images, tmp_path_factory):
-    from testbed.cleanup import leftovers
-    base = tmp_path_factory.mktemp("causal")
-    plan = {"kill": ("duration=12s", "timeline=[{at: 4s, action: kill, node: m13}]")}
-    dirs = {}
-    for name, sets in plan.items():
-        out = base / name
-        args = ["run", SCENARIO, "--out", str(out), "--quiet", "--analyze"]
-        for item in sets:
-            args += ["--set", item]
-        res = _testbed(*args)
-        assert res.returncode == 0, f"{name}: {res.stderr[-3000:]}"
-        dirs[name] = str(out)
-    assert not leftovers(), "the runs left testbed objects behind"
-    return dirs
+    plan = {"kill": (SCENARIO, ("duration=12s", "timeline=[{at: 4s, action: kill, node: m13}]"))}
+    return run_plan(tmp_path_factory.mktemp("causal"), plan, "--analyze")
 
 
 def _checks(run_dir):

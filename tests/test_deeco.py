@@ -261,15 +261,21 @@ class _Logged:
 @pytest.fixture(scope="module")
 def deeco_runs(machine, images, tmp_path_factory):
     """The use case with and without node 1's failure, P = 0 without pulling, and a boundary line."""
-    from testbed.cleanup import leftovers
     base = tmp_path_factory.mktemp("deeco")
     plan = {"use-case": (USE_CASE, ()), "kill": (USE_CASE, (KILL,)),
             "p0": (USE_CASE, ("workload.defaults.params.pull=false", "duration=16s")),
             "boundary": (f"{ROOT}/scenarios/deeco-boundary-line.yaml", ())}
+    return run_plan(base, plan)
+
+
+def run_plan(base, plan: Dict[str, tuple], *options: str) -> Dict[str, str]:
+    """Runs each plan entry, name → (scenario, --set items), into base/name with `options` (e.g.
+    --analyze); their directories by name, after checking that nothing was left behind."""
+    from testbed.cleanup import leftovers
     dirs = {}
     for name, (scenario, sets) in plan.items():
         out = base / name
-        args = ["run", scenario, "--out", str(out), "--quiet"]
+        args = ["run", scenario, "--out", str(out), "--quiet", *options]
         for item in sets:
             args += ["--set", item]
         res = _testbed(*args)

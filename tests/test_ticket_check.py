@@ -7,8 +7,7 @@ from __future__ import annotations
 from agents.causal import cluster as cluster_mod
 from spark_analysis.checks.tickets import check_ticket_uniqueness
 
-from .cluster_net import ClusterNet
-from .test_causal_cluster import N, ring
+from .test_causal_cluster import cut_link_run
 
 
 def row(node, t, ticket, coordinates, why="x"):
@@ -41,18 +40,8 @@ def test_nothing_logged_is_unknown():
     assert res["verdict"] == "unknown" and "causal ticket" in res["stats"]["reason"]
 
 
-def _cut_link_run(seed=4):
-    names = [f"c{i}" for i in range(7)]
-    net = ClusterNet(names, N, k=1, seed=seed)
-    net.bootstrap(ring(names))
-    net.run_until(3.5)
-    net.cut.add(frozenset(("c3", "c2")))
-    net.run_until(20.5)
-    return net
-
-
 def test_the_cluster_algorithm_keeps_tickets_unique_and_the_check_catches_a_broken_one(monkeypatch):
-    net = _cut_link_run()
+    net = cut_link_run(4)
     assert check_ticket_uniqueness(net.log, end_ns=21)["verdict"] == "valid"
     # a temporary coordinator that counts the excluded tickets at once, without waiting dist(p, q)
     # rounds for the excluded process to stop, shares them with it: the check must say so
@@ -66,7 +55,7 @@ def test_the_cluster_algorithm_keeps_tickets_unique_and_the_check_catches_a_brok
         return out
 
     monkeypatch.setattr(cluster_mod.ClusterMember, "poll", eager)
-    broken = _cut_link_run()
+    broken = cut_link_run(4)
     res = check_ticket_uniqueness(broken.log, end_ns=21)
     assert res["verdict"] == "invalid", res
     c = res["counterexamples"]["shared-ticket"][0]
