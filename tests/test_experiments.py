@@ -249,6 +249,67 @@ def test_shapes_judge_each_free_combination_and_say_unknown_without_values(tmp_p
     assert _judge(exp, means)[0][1]["verdict"] == "unknown"
 
 
+CURVES = """\
+scenarios:
+  fixed: scenarios/small.yaml
+  all: scenarios/small.yaml
+grid:
+  N: {path: workload.defaults.params.rate, values: [25, 50, 75, 100, 125]}
+measures: {m: x.y}
+expect:
+  - {measure: m, flat: 0.1, over: N, where: {scenario: fixed}}
+  - {measure: m, fit: log, over: N, where: {scenario: fixed}}
+  - {measure: m, fit: linear, over: N, where: {scenario: all}}
+"""
+
+
+def test_flat_and_fit_shapes_tell_a_constant_a_log_and_a_line_apart(tmp_path):
+    exp = load_experiment(workspace(tmp_path, CURVES))
+    import math
+    sizes = [25, 50, 75, 100, 125]
+    means = {f"fixed.N={n}": 10 + 3 * math.log(n) for n in sizes}   # 19.7 .. 24.5: not flat within 10 %
+    means.update({f"all.N={n}": 4 + 0.2 * n for n in sizes})
+    flat, log, line = (j for _, j in _judge(exp, means))
+    assert (flat["verdict"], log["verdict"], line["verdict"]) == ("invalid", "valid", "valid")
+    assert flat["groups"][0]["spread"] == pytest.approx(max(abs(v - sum(means[f"fixed.N={n}"] for n in sizes) / 5)
+                                                         for v in (means[f"fixed.N={n}"] for n in sizes))
+                                                     / (sum(means[f"fixed.N={n}"] for n in sizes) / 5))
+    means.update(dict(zip((f"fixed.N={n}" for n in sizes), [103, 99, 100, 97, 96])))   # within ±5 %, falling
+    flat, log, _ = (j for _, j in _judge(exp, means))
+    assert flat["verdict"] == "valid" and log["verdict"] == "invalid", "no growth: no log curve either"
+    means.update({f"all.N={n}": 10 + 3 * math.log(n) for n in sizes})
+    assert [j["verdict"] for _, j in _judge(exp, means)][2] == "invalid", "a log curve is not a line"
+    means.update({f"all.N={n}": 50 - 0.2 * n for n in sizes})
+    assert [j["verdict"] for _, j in _judge(exp, means)][2] == "invalid", "a falling line does not grow"
+    del means["all.N=50"]
+    assert [j["verdict"] for _, j in _judge(exp, means)][2] == "unknown"
+
+
+@pytest.mark.parametrize("entry, field, message", [
+    ("{measure: m, flat: 0, over: N}", "expect[0].flat", "is not a tolerance"),
+    ("{measure: m, flat: yes, over: N}", "expect[0].flat", "is not a tolerance"),
+    ("{measure: m, fit: cubic, over: N}", "expect[0].fit", "unknown curve 'cubic'"),
+    ("{measure: m, fit: log, over: Q}", "expect[0].over", "no grid parameter 'Q'"),
+    ("{measure: m, fit: log}", "expect[0]", "missing field 'over'"),
+])
+def test_flat_and_fit_refuse_bad_entries(tmp_path, entry, field, message):
+    text = CURVES.split("expect:")[0] + f"expect:\n  - {entry}\n"
+    with pytest.raises(ValidationError) as err:
+        load_experiment(workspace(tmp_path, text))
+    assert err.value.field == field and message in str(err.value), str(err.value)
+
+
+def test_fit_needs_three_positive_values(tmp_path):
+    text = CURVES.replace("[25, 50, 75, 100, 125]", "[0, 50, 75]")
+    with pytest.raises(ValidationError) as err:
+        load_experiment(workspace(tmp_path, text))
+    assert "not all positive numbers" in str(err.value)
+    text = CURVES.replace("[25, 50, 75, 100, 125]", "[25, 50]")
+    with pytest.raises(ValidationError) as err:
+        load_experiment(workspace(tmp_path, text))
+    assert "too few to tell a log from a line" in str(err.value)
+
+
 def test_the_confidence_interval_is_students_t_over_seeds():
     mean, sd, low, high = ci95([1.0, 2.0, 3.0])
     assert (mean, sd) == (2.0, 1.0)

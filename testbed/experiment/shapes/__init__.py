@@ -6,6 +6,8 @@ An entry of the experiment's `expect` list names a measure and exactly one kind'
     - {measure: messages, trend: increasing, over: P}                  # trend.py
     - {measure: messages, ratio: [simple, boundary], range: [2, 3]}    # ratio.py
     - {measure: delivery_time, near_reference: 1.5}                    # reference.py
+    - {measure: throughput, flat: 0.1, over: N}                        # flat.py
+    - {measure: latency, fit: log, over: N}                            # fit.py
 
 and optionally `where` (a selector fixing some grid parameters), `name` and `note`. Shapes are
 judged on the mean over seeds of each point. Where grid parameters are left free (neither in the
@@ -22,9 +24,9 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ..model import Experiment, check_selector, measure_name
-from . import order, ratio, reference, trend
+from . import fit, flat, order, ratio, reference, trend
 
-KINDS = [order, trend, ratio, reference]
+KINDS = [order, trend, ratio, reference, flat, fit]
 COMMON = ("measure", "where", "name", "note")
 
 

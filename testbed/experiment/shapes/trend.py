@@ -39,23 +39,30 @@ class Trend:
         return {"verdict": combine(out), "groups": out}
 
 
-def parse(r, entry: Dict[str, Any], path, exp) -> Trend:
-    trend = entry[KEY]
-    if trend not in TRENDS:
-        raise r.fail(path + (KEY,), f"unknown trend {trend!r}", ", ".join(TRENDS))
+def grid_values(r, entry: Dict[str, Any], path, exp):
+    """(the parameter `over` names, its values sorted): what the shapes along a parameter share."""
     if "over" not in entry:
-        raise r.fail(path, "missing field 'over'", "the grid parameter the trend runs along")
+        raise r.fail(path, "missing field 'over'", "the grid parameter the shape runs along")
     params = {p.short: p for p in exp.grid}
     over = entry["over"]
     if over not in params:
         raise r.fail(path + ("over",), f"no grid parameter {over!r}", ", ".join(params) or "the file has no grid")
     if "where" in entry and over in entry["where"]:
-        raise r.fail(path + ("where",), f"'where' fixes {over}, the parameter the trend runs along")
+        raise r.fail(path + ("where",), f"'where' fixes {over}, the parameter the shape runs along")
     values = list(params[over].values)
     try:
         values = sorted(values)
     except TypeError:
         raise r.fail(path + ("over",), f"the values of {over} cannot be ordered", "numbers, or strings") from None
     if len(values) < 2:
-        raise r.fail(path + ("over",), f"{over} has one value: no trend to see", "a parameter with two values or more")
+        raise r.fail(path + ("over",), f"{over} has one value: no shape to see along it",
+                     "a parameter with two values or more")
+    return over, values
+
+
+def parse(r, entry: Dict[str, Any], path, exp) -> Trend:
+    trend = entry[KEY]
+    if trend not in TRENDS:
+        raise r.fail(path + (KEY,), f"unknown trend {trend!r}", ", ".join(TRENDS))
+    over, values = grid_values(r, entry, path, exp)
     return Trend(entry["measure"], trend, over, values, entry.get("where") or {})
