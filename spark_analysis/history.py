@@ -37,8 +37,13 @@ def _json_tuple(text) -> Optional[tuple]:
 
 def down_intervals(manifest: dict) -> Dict[str, List[Tuple[int, Optional[int]]]]:
     """node → the intervals [start, end) during which it did not take part (end None: until the
-    end of the run), from the actions that succeeded."""
+    end of the run), from the actions that succeeded; a node whose agent waited for the timeline
+    (`start: timeline`) is down from time zero until its start."""
     down: Dict[str, List[list]] = {}
+    t0 = manifest.get("t0_ns")
+    for node, info in ((manifest.get("topology") or {}).get("nodes") or {}).items():
+        if (info or {}).get("start") == "timeline" and t0 is not None:
+            down[node] = [[int(t0), None]]
     for action in sorted(manifest.get("timeline", []), key=lambda a: a.get("t_ns") or 0):
         if not action.get("ok", True) or action.get("t_ns") is None:
             continue

@@ -101,12 +101,13 @@ class DryLab:
     """The lab interface the nemesis uses, recording every call and doing nothing.
 
     `calls` lists (method, arguments) in order. Agents are taken to run on every node that has
-    one, until stopped or killed."""
+    one (from the timeline's `start` on for a node held back by `start: timeline`), until stopped
+    or killed."""
 
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
         self.calls: List[Tuple[str, tuple]] = []
-        self._agent_running = {name: True for name in topo.nodes}
+        self._agent_running = {name: not node.held for name, node in topo.nodes.items()}
 
     def _record(self, method: str, *args: Any) -> None:
         self.calls.append((method, args))

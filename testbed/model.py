@@ -83,6 +83,9 @@ class Node:
     #: on a radio segment: where it starts (x, y, z metres) and how it moves (radio.spec.MobilitySpec)
     position: Optional[Tuple[float, float, float]] = None
     mobility: Any = None
+    #: a scenario's workload `start: timeline`: the agent is not started with the network but by
+    #: the timeline's `start` action (a node that joins mid-run); until then the node is down
+    held: bool = False
 
     def to_dict(self) -> Dict[str, Any]:
         # Resolved fields only: the kind a node inherited from is already applied.
@@ -98,6 +101,8 @@ class Node:
             out["position"] = list(self.position)
         if self.mobility is not None and self.mobility.model != "static":
             out["mobility"] = self.mobility.to_dict()
+        if self.held:
+            out["start"] = "timeline"
         return out
 
 

@@ -186,7 +186,8 @@ class Lab:
         t = self._timed("shaping", t)
         if before_launch is not None:
             before_launch(self)
-        with_agent = {name: has_agent(node) for name, node in self.topo.nodes.items()}
+        # a node held back (workload `start: timeline`) gets its agent from the timeline's `start`
+        with_agent = {name: has_agent(node) and not node.held for name, node in self.topo.nodes.items()}
         agents = sum(with_agent.values())
         if agents:
             self.progress(f"starting {agents} agent(s)")
@@ -324,8 +325,9 @@ class Lab:
 
     def wait_agents_ready(self, timeout_s: float = 60.0) -> Dict[str, str]:
         """Wait until every agent has logged that it started; returns those that did not, each
-        with why (an agent that failed to start is not waited for)."""
-        waiting = [n for n, node in self.topo.nodes.items() if has_agent(node)]
+        with why (an agent that failed to start is not waited for; one held back for the timeline
+        is not started yet)."""
+        waiting = [n for n, node in self.topo.nodes.items() if has_agent(node) and not node.held]
         failed: Dict[str, str] = {}
         deadline = time.monotonic() + timeout_s
         while waiting and time.monotonic() < deadline:

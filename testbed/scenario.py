@@ -27,7 +27,10 @@ from .yamlio import Located, Path, load_file, load_text, load_value
 TOP_KEYS = ("name", "description", "topology", "seed", "duration", "warmup", "quiet", "workload", "capture",
             "timeline")
 WORKLOAD_KEYS = ("defaults", "kinds", "nodes")
-WORKLOAD_NODE_KEYS = ("role", "params")
+WORKLOAD_NODE_KEYS = ("role", "params", "start")
+#: a node's `start`: with the network (at once), or by the timeline's `start` action (a node that
+#: joins mid-run; down until then)
+STARTS = ("at-once", "timeline")
 CAPTURE_KEYS = ("enabled", "snaplen", "buffer_mib")
 MIN_QUIET_MS = 1500  # captures deliver buffered packets within a second; keep the tail
 #: the most actions one `every` entry may expand to: far beyond any experiment's need, and few
@@ -156,6 +159,12 @@ def parse_scenario(doc: Located, seed_override: Optional[int] = None) -> Scenari
     if not isinstance(timeline, list):
         raise r.fail(("timeline",), "expected a list of actions")
     schedule = _expand_timeline(r, timeline, topology, duration, seed)
+    started = {a.node for a in schedule if a.action == "start"}
+    for node_name, node in topology.nodes.items():
+        if node.held and node_name not in started:
+            raise r.fail(_held_path(workload, topology, node_name), f"node {node_name!r} waits for the timeline to "
+                         "start it, and no timeline entry does",
+                         f"a timeline entry {{at: ..., action: start, node: {node_name}}}, or start: at-once")
     return Scenario(name=name, source=doc.file, topology=topology, topology_source=topology_source, seed=seed,
                     duration_ms=duration, warmup_ms=warmup, quiet_ms=quiet, capture=capture, schedule=schedule,
                     description=description.strip(), raw=dict(top))
@@ -163,8 +172,11 @@ def parse_scenario(doc: Located, seed_override: Optional[int] = None) -> Scenari
 
 def _apply_workload(r: Reader, topology: Topology, workload: Dict[str, Any]) -> None:
     """Lay the workload over the resolved topology: for each node, the workload's defaults,
-    then its kind's entry, then its own entry set the role and add to the parameters."""
+    then its kind's entry, then its own entry set the role and add to the parameters, and
+    `start` says whether the agent starts with the network or by the timeline."""
     from agents.roles import role_names
+
+    from .agent_config import has_agent
 
     defaults = r.mapping(workload.get("defaults"), ("workload", "defaults"), WORKLOAD_NODE_KEYS)
     kinds = r.mapping(workload.get("kinds"), ("workload", "kinds"))
@@ -190,6 +202,23 @@ def _apply_workload(r: Reader, topology: Topology, workload: Dict[str, Any]) -> 
                 node.role = r.choice(fields["role"], path + ("role",), role_names())
             if "params" in fields:
                 node.params = {**node.params, **r.mapping(fields["params"], path + ("params",))}
+            if "start" in fields:
+                node.held = r.choice(fields["start"], path + ("start",), STARTS) == "timeline"
+                where = path + ("start",)
+        if node.held and not has_agent(node):
+            raise r.fail(where, f"node {name!r} runs no testbed agent (role {node.role!r}"
+                         f"{', a command of its own' if node.command else ''}), so the timeline has none to start",
+                         "start: timeline on a node with an agent role")
+
+
+def _held_path(workload: Dict[str, Any], topology: Topology, name: str) -> Path:
+    """The workload entry that set a node's `start` (its own, its kind's, or the defaults)."""
+    if "start" in ((workload.get("nodes") or {}).get(name) or {}):
+        return ("workload", "nodes", name, "start")
+    kind = topology.nodes[name].kind
+    if kind and "start" in ((workload.get("kinds") or {}).get(kind) or {}):
+        return ("workload", "kinds", kind, "start")
+    return ("workload", "defaults", "start")
 
 
 def _check_role_params(r: Reader, topology: Topology) -> None:

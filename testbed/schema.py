@@ -176,7 +176,7 @@ def topology_schema() -> Dict[str, Any]:
 def scenario_schema() -> Dict[str, Any]:
     from .actions import action_class, action_names
     from .actions.base import DIRECTIONS
-    from .scenario import CAPTURE_KEYS, TOP_KEYS, WORKLOAD_KEYS
+    from .scenario import CAPTURE_KEYS, STARTS, TOP_KEYS, WORKLOAD_KEYS
     from agents.roles import role_names
 
     time_field = {"description": "a time after the end of the warm-up", **_duration}
@@ -200,7 +200,10 @@ def scenario_schema() -> Dict[str, Any]:
         entries.append({"type": "object", "required": ["action"], "properties": properties,
                         "additionalProperties": False})
     workload_node = {"type": "object", "additionalProperties": False,
-                     "properties": {"role": {"enum": role_names()}, "params": {"type": "object"}}}
+                     "properties": {"role": {"enum": role_names()}, "params": {"type": "object"},
+                                    "start": {"enum": list(STARTS), "description": "at-once: the agent starts with "
+                                              "the network; timeline: the timeline's start action starts it "
+                                              "(a node that joins mid-run), and it is down until then"}}}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "testbed scenario",

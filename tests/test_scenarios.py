@@ -77,6 +77,13 @@ BAD = [
     ("start of a killed node", "timeline:\n  - {at: 2s, action: kill, node: h1}\n  - {at: 3s, action: start, node: h1}\n",
      5, "timeline[1]", "the node was killed"),
     ("infinite duration", "SUB:duration: .inf\n", 1, "duration", "inf is not finite"),
+    ("unknown start", "workload:\n  nodes:\n    h1: {role: probe, start: later}\n", 5, "workload.nodes.h1.start",
+     "unknown value 'later'"),
+    ("held node that nothing starts", "workload:\n  defaults: {role: probe}\n  nodes:\n    h2: {start: timeline}\n"
+     "timeline:\n  - {at: 2s, action: start, node: h1}\n", 6, "workload.nodes.h2.start",
+     "node 'h2' waits for the timeline to start it, and no timeline entry does"),
+    ("held node without an agent", "workload:\n  nodes:\n    h1: {role: idle, start: timeline}\n"
+     "timeline:\n  - {at: 2s, action: start, node: h1}\n", 5, "workload.nodes.h1.start", "runs no testbed agent"),
     ("warm-up that overflows time.sleep", "warmup: 1.0e+300\n", 3, "warmup", "1e+300 is longer than 365 days"),
     ("set_link loss not a number", "timeline:\n  - {at: 2s, action: set_link, link: [h1, s1], loss: .nan}\n", 4,
      "timeline[0].loss", "nan is not a number"),
@@ -268,6 +275,26 @@ def test_workload_is_laid_over_the_topology_kinds():
     assert roles == {"probe"}  # the topology's kinds say idle; the workload wins
     c1 = scenario.topology.nodes["c1"]
     assert c1.params["rate"] == 20 and c1.params["reliable"] is True and c1.params["parent"] == "srv1"
+
+
+def test_a_node_held_for_the_timeline_is_down_until_its_start():
+    from spark_analysis.history import down_intervals
+    from testbed.faults import DryLab, Nemesis
+
+    text = HEAD + ("workload:\n  defaults: {role: probe}\n  nodes:\n    h3: {start: timeline}\n"
+                   "timeline:\n  - {at: 2s, action: start, node: h3}\n  - {at: 3s, action: stop, node: h3}\n")
+    scenario = parse_scenario_text(text, os.path.join(ROOT, "scenarios", "s.yaml"))
+    nodes = scenario.topology.nodes
+    assert [n for n in nodes if nodes[n].held] == ["h3"] and nodes["h3"].to_dict()["start"] == "timeline"
+    assert "start" not in nodes["h1"].to_dict()
+    lab = DryLab(scenario.topology)
+    assert lab.agent_pid("h3") is None and lab.agent_pid("h1") == 1
+    Nemesis(lab).apply(scenario.schedule[0])
+    assert lab.calls == [("start_agent", ("h3",))], "the timeline's start starts a held agent"
+    manifest = {"t0_ns": 1000, "topology": {"nodes": {n: x.to_dict() for n, x in nodes.items()}},
+                "timeline": [{"action": "start", "node": "h3", "t_ns": 5000, "ok": True},
+                             {"action": "stop", "node": "h3", "t_ns": 7000, "ok": True}]}
+    assert down_intervals(manifest) == {"h3": [(1000, 5000), (7000, None)]}
 
 
 def test_set_overrides_a_scenario_field(tmp_path):

@@ -1,4 +1,5 @@
-"""`start`: a fresh agent process on a node whose agent was stopped (not on a killed node)."""
+"""`start`: a fresh agent process on a node whose agent was stopped, or held back for the timeline
+(workload `start: timeline`: a node that joins mid-run); not on a killed node."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from .base import FaultAction
 
 class Start(FaultAction):
     name = "start"
-    summary = "start a fresh agent on a stopped node (its workload starts at once)"
+    summary = "start a fresh agent on a stopped or held-back node (its workload starts at once)"
     target = "node"
     liveness = "up"
 
