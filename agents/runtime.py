@@ -9,7 +9,8 @@ reason), retransmit and state events, each stamped with CLOCK_REALTIME in nanose
 clock that every node on the machine shares and that packet captures use.
 
 With `wait_for_start` (runs), the role starts on SIGUSR2, so that the workload begins for all
-agents at the same moment after the warm-up. SIGUSR1 ends the workload: the role's main loop stops (no new messages), while the agent keeps
+agents at the same moment after the warm-up; an agent started mid-run (`--start-now`) starts its
+workload at once, and its role sees `config.late_start`. SIGUSR1 ends the workload: the role's main loop stops (no new messages), while the agent keeps
 receiving, acknowledging and retransmitting, so that the quiet period at the end of a run can
 tell lost messages from late ones. SIGTERM stops the role and the agent within two seconds,
 with the log flushed.
@@ -117,6 +118,9 @@ class Config:
     port: int = DEFAULT_PORT
     neighbors: List[str] = field(default_factory=list)
     wait_for_start: bool = False  # runs: the workload starts on SIGUSR2, for all agents at once
+    #: started mid-run (a restart, or a node held back for the timeline): the others have been
+    #: running; a role with state to join (a cluster, vector clocks) joins rather than assumes
+    late_start: bool = False
     reliable_timeout_ms: float = 200.0
     reliable_tries: int = 20
     run_seed: int = 0  # the scenario's seed, the same for every node (the node's own is `seed`)
@@ -400,6 +404,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     config = Config.load(args.config)
     if args.start_now:
         config.wait_for_start = False
+        config.late_start = True
     agent = Agent(config)
     try:
         asyncio.run(agent.run())

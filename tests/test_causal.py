@@ -52,6 +52,19 @@ def test_creating_an_event_delivers_it_here_and_stamps_it_with_the_causal_presen
         CausalLayer(3, None).create()
 
 
+def test_a_process_started_mid_run_takes_its_clock_from_the_first_event_it_receives():
+    c = layer(ticket=None, late=True)
+    assert not c.synced
+    first = ev(1, [7, 4, 2])
+    assert c.receive(first, now=0) == [first], "the first event is delivered: its past happened before"
+    assert c.synced and c.T == [7, 4, 2]
+    assert c.receive(ev(0, [6, 0, 0]), now=0) == [], "an event of that past is not delivered late"
+    nxt, after = ev(0, [8, 4, 2]), ev(2, [8, 4, 3])
+    assert c.receive(after, now=0) == [] and c.receive(nxt, now=0) == [nxt, after]
+    on_time = layer(ticket=None)
+    assert on_time.synced and on_time.receive(first, now=0) == [], "from the start: it waits for the past"
+
+
 def test_after_both_timers_a_waiting_event_is_delivered_and_what_it_missed_is_obsolete_for_good():
     c = layer(ticket=2, recovery="none", time_to_terminate=2, time_to_recover=3)
     lost, later = ev(0, [1, 0, 0]), ev(1, [1, 1, 0])

@@ -57,6 +57,27 @@ def test_joiners_get_distinct_tickets_from_the_coordinators_sets_and_announce_th
         assert sorted(net.members[c].cview.values()) == coords
     joined = [e for e in net.log if e["why"] == "joined"]
     assert len(joined) == 6 and all(e["ticket"] == e["coordinates"][0] for e in joined)
+    # a joiner's ALIVEs on joining and those of its first round fall between different rounds
+    assert {m.counters["alive_max_round"] for m in net.members.values()} == {3}
+
+
+def test_a_joiner_whose_contact_is_dead_asks_another_after_a_silent_round():
+    names = [f"c{i}" for i in range(4)]
+    net = ClusterNet(names, N, k=1, seed=3)
+    net.bootstrap(ring(names))
+    net.run_until(1.5)
+    net.dead.add("c0")
+    joiner = net.add("j")
+    joiner._asked = "c1"                # so that the first CJOIN goes to the dead c0 of its two
+    first = joiner.join(["c0", "c1"])
+    assert [(o.to, o.type) for o in first] == [("c0", "CJOIN")]
+    net.send("j", first)
+    net.run_until(2.5)
+    assert joiner.state == "joining", "nobody answered yet"
+    joiner.contacts = names             # the role adds the creators it has heard of since
+    net.run_until(8.5)
+    assert joiner.state == COORDINATOR and joiner.ticket is not None, "another contact served it"
+    assert not net.violations
 
 
 def test_a_coordinator_without_free_tickets_or_during_an_exclusion_rejects():

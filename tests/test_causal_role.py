@@ -176,3 +176,49 @@ def test_the_analysis_counts_losses_latency_recovery_and_judges_tickets():
     assert tickets["verdict"] == "invalid" and tickets["counterexamples"]["shared-ticket"][0]["ticket"] == 1
     assert causal.checks(out) == [tickets]
     assert causal.measures(sends.iloc[0:0], deliveries.iloc[0:0], manifest, states.iloc[0:0], sent) == {}
+
+
+def test_the_analysis_expects_events_only_at_members_up_since_and_times_exclusions_against_faults():
+    """An event created while a member was down (killed, or held for the timeline) is not expected
+    there; each exclusion is set against the fault that caused it, a cut-off member's own
+    disconnection against Corollary 4.1's bound, and the reuse of the excluded tickets."""
+    import pandas as pd
+
+    from spark_analysis.protocols import causal
+
+    s = 1_000_000_000
+    nodes = {n: {"role": "causal-member", "params": {"round_ms": 1000}} for n in ("a", "b", "c", "d")}
+    nodes["e"] = {"role": "causal-member", "params": {"round_ms": 1000, "join": True}, "start": "timeline"}
+    manifest = {"t0_ns": 0, "scenario": {"duration_s": 10, "quiet_s": 1}, "topology": {"nodes": nodes},
+                "timeline": [{"action": "link_down", "link": ["d", "lan"], "t_ns": 1 * s, "ok": True},
+                             {"action": "kill", "node": "c", "t_ns": 2 * s, "ok": True},
+                             {"action": "start", "node": "e", "t_ns": 5 * s, "ok": True}]}
+    everyone = ["b", "c", "d", "e"]
+    sends = pd.DataFrame({"type": ["CAUSAL_EVENT"] * 3, "origin": ["a"] * 3, "seq": [1, 2, 3],
+                          "t": [int(0.5 * s), 3 * s, 6 * s], "intended": [everyone] * 3})
+    deliveries = pd.DataFrame({"type": ["CAUSAL_EVENT"] * 4, "node": ["b", "b", "b", "e"], "origin": ["a"] * 4,
+                               "seq": [1, 2, 3, 2], "t": [s, 4 * s, 7 * s, 6 * s], "produced_ns": [0, 0, 0, 0]})
+    ticket = lambda node, t, tk, co, why, **kw: {"state": "causal ticket", "node": node, "t": t, "ticket": tk,  # noqa: E731
+                                               "coordinates": co, "why": why, **kw}
+    states = pd.DataFrame([
+        {"state": "causal counters", "node": n, "t": 11 * s, "cluster_alive_max_round": 3} for n in "abcd"] + [
+        ticket("a", 0, 0, "[0]", "bootstrap"), ticket("b", 0, 1, "[1]", "bootstrap"),
+        ticket("c", 0, 2, "[2]", "bootstrap"), ticket("d", 0, 3, "[3, 4]", "bootstrap"),
+        ticket("a", int(1.8 * s), 0, "[0]", "excluded", excluded='["d"]', tickets="[4, 3]"),
+        ticket("d", int(2.3 * s), None, "[]", "too few ALIVE"),
+        ticket("b", int(2.9 * s), 1, "[1]", "excluded", excluded='["c"]', tickets="[2]"),
+        ticket("e", 6 * s, 2, "[2]", "joined")])
+    out = causal.measures(sends, deliveries, manifest, states)
+    # c is killed at 2 s and e starts at 5 s: event 1 (0.5 s) is expected at b and d (cut off, but
+    # running), event 2 at b and d, event 3 at b, d and e; e's delivery of event 2 is not counted
+    assert out["events"]["expected"] == 2 + 2 + 3 and out["events"]["delivered"] == 3, out["events"]
+    m = out["membership"]
+    assert m["alive_per_round_max"] == 3 and m["exclusions"] == 2 and m["joins"] == 1
+    first, second = m["exclusion_list"]
+    assert first["excluded"] == ["d"] and first["after_fault_rounds"] == pytest.approx(0.8)
+    assert first["distance"] == 3 and first["reused_after_rounds"] is None
+    assert first["disconnected"]["d"] == {"after_rounds": pytest.approx(0.5), "bound_rounds": 2, "within": True}
+    assert second["excluded"] == ["c"] and second["after_fault_rounds"] == pytest.approx(0.9)
+    assert second["disconnected"] == {}, "a killed member holds nothing: no disconnection to wait for"
+    assert second["reused_after_rounds"] == pytest.approx(3.1)
+    assert m["exclusion_after_fault_rounds_max"] == pytest.approx(0.9) and m["disconnect_within_bound"] is True

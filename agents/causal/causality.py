@@ -72,7 +72,7 @@ class CausalLayer:
                  buffer_events: int = 500, time_to_terminate: float = 5, time_to_recover: float = 5,
                  members: Callable[[], Sequence[str]] = lambda: (), me: str = "",
                  owner_of: Callable[[int], Optional[str]] = lambda ticket: None,
-                 rng: Optional[random.Random] = None) -> None:
+                 rng: Optional[random.Random] = None, late: bool = False) -> None:
         if recovery not in RECOVERY:
             raise ValueError(f"recovery {recovery!r}: one of {', '.join(RECOVERY)}")
         self.n = n
@@ -88,6 +88,9 @@ class CausalLayer:
         self.rng = rng or random.Random(0)
         self.T: List[int] = [0] * n
         self.seq = 0
+        # A process that starts mid-run (I10): its clock starts from the first event it receives,
+        # which is delivered; what that event's timestamp covers happened before it came
+        self.synced = not late
         self.H: "OrderedDict[EventId, _Waiting]" = OrderedDict()
         self.R: "OrderedDict[EventId, Event]" = OrderedDict()
         self.B: "OrderedDict[EventId, Event]" = OrderedDict()
@@ -131,6 +134,11 @@ class CausalLayer:
 
     def receive(self, e: Event, now: float) -> List[Event]:
         """Lines 4-12: an event from the gossip layer; returns the events delivered now."""
+        if not self.synced:
+            self.synced = True
+            before = self.T[e.index]
+            self.T = [max(t, v) for t, v in zip(self.T, e.ts)]
+            self.T[e.index] = max(before, e.ts[e.index] - 1)
         self._buffer(e)
         if e.eid in self.H or e.eid in self.R:
             self.counters["duplicates"] += 1

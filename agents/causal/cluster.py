@@ -96,8 +96,13 @@ class ClusterMember:
         self._exclusion: Optional[_Exclusion] = None
         self.contacts: List[str] = []
         self._retry = False
+        self._asked: Optional[str] = None       # the contact of the last CJOIN
+        self._join_rounds = 0                   # rounds since it was sent
         self._changes: List[Dict[str, Any]] = []
-        self.counters = {"alive_sent": 0, "updates": 0, "exclusions": 0, "excluded": 0, "joins_served": 0}
+        # alive_max_round: the most ALIVE messages sent to others between two rounds (at most 2k+1)
+        self.counters = {"alive_sent": 0, "updates": 0, "exclusions": 0, "excluded": 0, "joins_served": 0,
+                         "alive_max_round": 0}
+        self._alive_round = 0
 
     # -- the ring -------------------------------------------------------------------------------
 
@@ -156,11 +161,19 @@ class ClusterMember:
 
     def join(self, contacts: List[str]) -> List[Out]:
         """Init: ask a coordinator for a ticket (cjoin): one of `contacts` (coordinators this
-        process knows) drawn at random; after a REJECT, another at the next round (A12)."""
+        process knows, which the caller may update while joining) drawn at random; after a
+        REJECT, another at the next round (A12), and after a whole round without an answer too
+        (the contact may have failed: I9 of docs/CAUSAL-READING.md)."""
         self.state = JOINING
         self.contacts = list(contacts)
         self._retry = False
-        return [Out(self.rng.choice(self.contacts), "CJOIN", {})]
+        return [self._cjoin()]
+
+    def _cjoin(self) -> Out:
+        others = [c for c in self.contacts if c != self._asked] or self.contacts
+        self._asked = self.rng.choice(others)
+        self._join_rounds = 0
+        return Out(self._asked, "CJOIN", {})
 
     def leave(self) -> List[Out]:
         """cleave in the fault-tolerant version (A6): stop; the predecessor excludes us."""
@@ -175,13 +188,16 @@ class ClusterMember:
         """Algorithm 2's loop body, once a round."""
         out = self.poll(now)
         self.rounds += 1
+        self._alive_round = 0
         for t in list(self.blocked):
             self.blocked[t] -= 1
             if self.blocked[t] <= 0:
                 del self.blocked[t]
-        if self.state == JOINING and self._retry:
-            self._retry = False
-            out.append(Out(self.rng.choice(self.contacts), "CJOIN", {}))
+        if self.state == JOINING:
+            self._join_rounds += 1
+            if self._retry or self._join_rounds >= 2:
+                self._retry = False
+                out.append(self._cjoin())
         if self.state != COORDINATOR:
             self.alive.clear()
             return out
@@ -197,6 +213,7 @@ class ClusterMember:
                 self.alive.add(self.me)
             else:
                 out.append(Out(s, "ALIVE", {}))
+                self._count_alive(1)
             self.counters["alive_sent"] += 1
         if self.temp_rounds == 0:
             if self.succ is not None and self.succ != self.me and self._exclusion is None:
@@ -343,6 +360,7 @@ class ClusterMember:
         self.first_round = True
         self._changed("joined")
         out = [Out(s, "ALIVE", {}) for s in self.successors(2 * self.k + 1) if s != self.me]
+        self._count_alive(len(out))
         out.append(Out("all", "ANNOUNCE", {"ticket": self.ticket, "owner": self.me}))
         return out
 
@@ -398,6 +416,10 @@ class ClusterMember:
         self._ref += 1
         self._pending[self._ref] = what
         return Out(to, mtype, payload, ref=self._ref)
+
+    def _count_alive(self, n: int) -> None:
+        self._alive_round += n
+        self.counters["alive_max_round"] = max(self.counters["alive_max_round"], self._alive_round)
 
     def _drop(self, why: str, **fields: Any) -> None:
         self.state = DISCONNECTED if why != "leave" else LEFT

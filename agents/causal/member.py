@@ -54,7 +54,7 @@ from agents.runtime import Role, now_ns
 from agents.wire import MessageType
 
 from .causality import RECOVERY, CausalLayer, Event, buffer_size
-from .cluster import COORDINATOR, MESSAGES, ClusterMember, Out
+from .cluster import COORDINATOR, JOINING, MESSAGES, ClusterMember, Out
 from .prcast import PrCast
 
 ROLE_NAME = "causal-member"
@@ -126,6 +126,11 @@ EVENT_FIELDS = {
                  for k in ("recover_requests", "recover_messages", "recovered", "forced", "obsolete", "duplicates")},
               **{f"gossip_{k}": ("integer", f"PrCast's {k} count (causal counters)")
                  for k in ("overflow", "expired", "duplicates", "messages")},
+              **{f"cluster_{k}": ("integer", f"cluster management's {what} (causal counters)")
+                 for k, what in (("alive_sent", "ALIVE sends, its own included"), ("updates", "UPDATEs sent"),
+                                 ("exclusions", "exclusions it completed"), ("excluded", "processes it excluded"),
+                                 ("joins_served", "cjoins it served"),
+                                 ("alive_max_round", "most ALIVEs sent to others between two rounds"))},
               "gossip_only_delivered": ("integer", "events the PrCast receive order delivers in optimistic "
                                                    "causal order without the causality layer (causal counters)"),
               "gossip_only_out_of_order": ("integer", "events that order would have to skip (causal counters)"),
@@ -222,7 +227,10 @@ class CausalMember(Role):
         self.n = int(p.get("tickets", default_tickets(nodes)))
         self.ring = initial_ring(nodes, self.n)
         self.coordinator = is_coordinator(nodes, agent.name)
-        self.joiner = bool(p.get("join", False)) and self.coordinator
+        # a coordinator started mid-run (a restart, or held back for the timeline) joins by cjoin
+        # whatever `join` says: its initial-ring ticket may have been excluded and reused meanwhile
+        self.late = bool(getattr(agent.config, "late_start", False))
+        self.joiner = (bool(p.get("join", False)) or self.late) and self.coordinator
         if "cluster_events_per_round" in p:
             self.rate = float(p["cluster_events_per_round"]) / max(len(self.ring), 1)
         else:
@@ -236,7 +244,8 @@ class CausalMember(Role):
         rng = agent.rng
         self.rng = rng
         members = lambda: self.members  # noqa: E731
-        self.owners: Dict[int, str] = dict(self.ring)   # ticket → the last creator seen of it
+        self.owners: Dict[int, str] = dict(self.ring)   # ticket → the creator of its latest event seen
+        self._owner_seq: Dict[int, int] = {}
         self.cluster = ClusterMember(agent.name, self.n, int(p["k"]), delta=self.delta_s,
                                      p_exclude=float(p["p_exclude"]), rng=rng) if self.coordinator else None
         self.gossip = PrCast(agent.name, members, fanout=int(p["fanout"]), max_hops=int(p["max_hops"]),
@@ -248,7 +257,7 @@ class CausalMember(Role):
         self.causal = CausalLayer(self.n, None, recovery=p["recovery"], k_rec=int(p["k_rec"]),
                                   buffer_events=self.buffer_events, time_to_terminate=float(p["time_to_terminate"]),
                                   time_to_recover=float(p["time_to_recover"]), members=members, me=agent.name,
-                                  owner_of=self._owner_of, rng=rng)
+                                  owner_of=self._owner_of, rng=rng, late=self.late)
         self.round_no = 0
         self.creating = True
         self._starts: Dict[str, float] = {}   # each loop's schedule origin (loop time)
@@ -341,7 +350,7 @@ class CausalMember(Role):
     async def run(self) -> None:
         if self.cluster is not None:
             if self.joiner:
-                self._send_cluster(self.cluster.join(sorted(self.ring.values())))
+                self._send_cluster(self.cluster.join(self._contacts()))
             else:
                 self.cluster.bootstrap(self.ring)
                 self._sync_ticket()
@@ -379,7 +388,7 @@ class CausalMember(Role):
 
     def gossip_round(self) -> None:
         self.round_no += 1
-        if self.causal.ticket is not None and self.creating:
+        if self.causal.ticket is not None and self.creating and self.causal.synced:
             k = math.floor(self.rate) + (1 if self.rng.random() < self.rate - math.floor(self.rate) else 0)
             for _ in range(k):
                 if self.count is not None and self.created >= self.count:
@@ -401,7 +410,13 @@ class CausalMember(Role):
             self.agent.send(MessageType.CAUSAL_DATA, body, to=targets, events=len(entries))
 
     def cluster_round(self) -> None:
+        if self.cluster.state == JOINING:
+            self.cluster.contacts = self._contacts()
         self._send_cluster(self.cluster.round(asyncio.get_event_loop().time()))
+
+    def _contacts(self) -> List[str]:
+        """The coordinators a cjoin may ask: the initial ring, then whoever created events since."""
+        return sorted(set(self.owners.values()) - {self.agent.name}) or sorted(self.ring.values())
 
     def _status_timeout(self, ref: int) -> None:
         """No STATUS within δ: the send failed (section 4.2's weak detection)."""
@@ -427,7 +442,8 @@ class CausalMember(Role):
             entries = []
             for r in wire.decode_events(body):
                 e = self._event(r)
-                self.owners.setdefault(e.index, e.origin)
+                if e.ts[e.index] > self._owner_seq.get(e.index, 0):   # a reused ticket's new owner
+                    self.owners[e.index], self._owner_seq[e.index] = e.origin, e.ts[e.index]
                 entries.append((e.eid, e, r.age))
             for _, e in self.gossip.receive(entries):
                 self._gossip_only(e)
@@ -458,9 +474,13 @@ class CausalMember(Role):
                 self._send_cluster(self.cluster.on_message(sender, kind, msg.get("p") or {}, now))
 
     def stop(self) -> None:
+        if self.cluster is not None and self.cluster.state == COORDINATOR:
+            self.cluster.leave()   # A6: a leaver just stops; its ticket row ends here
+            self._sync_ticket()
         self._log_drops()
         self.agent.log.write("state", state=COUNTERS_STATE, **{f"causal_{k}": v for k, v in self.causal.counters.items()},
                              **{f"gossip_{k}": v for k, v in self.gossip.counters.items()},
+                             **{f"cluster_{k}": v for k, v in (self.cluster.counters if self.cluster else {}).items()},
                              **{f"gossip_only_{k}": v for k, v in self.gossip_only.items()},
                              buffer_events=self.buffer_events, events_created=self.created)
 

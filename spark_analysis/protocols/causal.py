@@ -3,7 +3,9 @@ measures of Gidenstam et al.'s section 6 for a run of the `causal-member` role (
 its ticket-uniqueness check, and its report section.
 
 - `events`: `created` (CAUSAL_EVENT sends), `expected` (the (event, member) pairs its sends named
-  eligible), `delivered` (first deliveries of an event at a member), `lost` = expected −
+  eligible, for the members that take part from the event's creation to the end of the run: not
+  one killed, stopped or not yet started meanwhile), `delivered` (first deliveries of expected
+  pairs), `lost` = expected −
   delivered and `lost_share` (Figure 5(b): "lost if it was not received or could not be delivered
   without violating optimistic causal order"); `forced` and `obsolete` (the causality layer's
   counters: deliveries after time_to_recover, and events skipped as obsolete).
@@ -17,7 +19,11 @@ its ticket-uniqueness check, and its report section.
 - `recovery` (Figure 5(c)): `requests` (events asked for), `messages` (CAUSAL_RECOVER
   transmissions), `recovered` (requested events that arrived), `success_rate` = recovered /
   requests; `replies` (CAUSAL_RECOVERY transmissions).
-- `membership`: MEMBERSHIP transmissions, `exclusions` and `joins` logged.
+- `membership`: MEMBERSHIP transmissions, `exclusions` and `joins` logged, `alive_per_round_max`
+  (the most ALIVEs a process sent between two of its rounds: at most 2k+1), and per exclusion
+  (`exclusion_list`) the fault it answered, the rounds since, E_pq and the distance, a cut-off
+  member's own disconnection against Corollary 4.1's bound (`disconnect_within_bound` over all)
+  and the rounds until an excluded ticket was held again (`exclusion_after_fault_rounds_max`).
 - `ticket_uniqueness`: the check of spark_analysis/checks/tickets.py (Theorem 4.2) over the logged
   ticket changes and the run's down intervals; it is added to the run's checks (`checks` below).
 """
@@ -43,6 +49,8 @@ ROLES = (ROLE_NAME,)
 EVENT = "CAUSAL_EVENT"
 TYPES = (int(MessageType.CAUSAL_EVENT),)
 STATES = (TICKET_STATE, COUNTERS_STATE)
+#: the timeline actions after which a coordinator may be excluded: it went down or was cut off
+FAULTS = ("kill", "stop", "pause", "link_down", "partition")
 COMPARED = [
     ("causal events lost, share", ("causal", "events", "lost_share")),
     ("causal gossip-only lost, share", ("causal", "gossip_only", "lost_share")),
@@ -71,6 +79,105 @@ def _sum(states: pd.DataFrame, column: str) -> Optional[int]:
     return int(pd.to_numeric(states[column], errors="coerce").fillna(0).sum())
 
 
+def _max(states: pd.DataFrame, column: str) -> Optional[int]:
+    if column not in states.columns or not len(states):
+        return None
+    values = pd.to_numeric(states[column], errors="coerce").dropna()
+    return int(values.max()) if len(values) else None
+
+
+def _end_ns(manifest: dict) -> Optional[int]:
+    duration = (manifest.get("scenario") or {}).get("duration_s")
+    if duration is None:
+        return None
+    return int(manifest.get("t0_ns") or 0) + int(round(
+        (float(duration) + float((manifest.get("scenario") or {}).get("quiet_s") or 0)) * 1e9))
+
+
+def _up_throughout(node: str, start: int, end: Optional[int], down: Dict[str, list]) -> bool:
+    """Whether the node takes part from `start` to the run's end (no down interval meets it)."""
+    for d0, d1 in down.get(node, ()):
+        if (d1 is None or d1 > start) and (end is None or d0 < end):
+            return False
+    return True
+
+
+def expected_pairs(s: pd.DataFrame, down: Dict[str, list], end: Optional[int]) -> Optional[pd.DataFrame]:
+    """(node, origin, seq) for every member an event's send named eligible that takes part from
+    the event's creation to the end of the run: a member killed, stopped or not yet started
+    (a joiner held for the timeline) is not expected to deliver what was created meanwhile.
+    None when the sends name no receivers."""
+    if "intended" not in s:
+        return None
+    rows = [(r, origin, int(seq)) for origin, seq, t, receivers in zip(s["origin"], s["seq"], s["t"], s["intended"])
+            if isinstance(receivers, (list, tuple)) for r in receivers
+            if r != origin and _up_throughout(r, int(t), end, down)]
+    return pd.DataFrame(rows, columns=["node", "origin", "seq"]).drop_duplicates()
+
+
+def exclusion_measures(rows: List[Dict[str, Any]], tickets: pd.DataFrame, down: Dict[str, list], manifest: dict,
+                       round_ms: Optional[float]) -> Dict[str, object]:
+    """Each exclusion against the fault that caused it (Algorithm 4, Corollary 4.1): who excluded
+    whom, how many cluster rounds after the excluded process went down (killed or stopped) or was
+    cut off (the latest timeline action naming it before the exclusion), the tickets E_pq and
+    dist(p, q); for an excluded process still running, how many rounds after the exclusion it
+    disconnected by itself against the Corollary's bound (the i-th successor of p in E_pq within
+    i rounds); and how many rounds later another process first held an excluded ticket (reuse,
+    which the blocking delays by at least the distance)."""
+    out: List[Dict[str, Any]] = []
+    if not rows or not round_ms:
+        return {"exclusion_list": out, "exclusion_after_fault_rounds_max": None, "disconnect_within_bound": None}
+    t0 = int(manifest.get("t0_ns") or 0)
+    rnd = round_ms * 1e6
+    faults: Dict[str, List[int]] = {}
+    for a in manifest.get("timeline") or []:
+        if a.get("ok", True) and a.get("t_ns") is not None and a.get("action") in FAULTS:
+            named = set(a.get("nodes") or ([a["node"]] if a.get("node") else [])) | set(a.get("link") or ())
+            for g in a.get("groups") or ():
+                named |= set(g)
+            for n in named:
+                faults.setdefault(n, []).append(int(a["t_ns"]))
+    by_node: Dict[str, List[Dict[str, Any]]] = {}
+    for r in sorted(rows, key=lambda r: r["t"]):
+        by_node.setdefault(r["node"], []).append(r)
+    for _, r in (tickets.sort_values("t").iterrows() if len(tickets) else ()):
+        if r.get("why") != "excluded":
+            continue
+        t = int(r["t"])
+        excluded = _names(r.get("excluded"))
+        e_tickets = _list(r.get("tickets"))
+        known = [f for x in excluded for f in faults.get(x, ()) if f <= t]
+        entry: Dict[str, Any] = {"excluder": r["node"], "excluded": excluded, "t_s": (t - t0) / 1e9,
+                                 "tickets": e_tickets, "distance": len(e_tickets) + 1,
+                                 "after_fault_rounds": (t - max(known)) / rnd if known else None,
+                                 "disconnected": {}}
+        for x in excluded:
+            if not _up_throughout(x, t, t + 1, down):
+                continue   # down already: it holds nothing
+            before = [q for q in by_node.get(x, ()) if q["t"] <= t and q.get("ticket") is not None]
+            own = before[-1]["ticket"] if before else None
+            bound = e_tickets.index(own) + 1 if own in e_tickets else None
+            gone = next((q for q in by_node.get(x, ()) if q["t"] >= t and q.get("ticket") is None), None)
+            after = None if gone is None else (int(gone["t"]) - t) / rnd
+            entry["disconnected"][x] = {"after_rounds": after, "bound_rounds": bound,
+                                        "within": after is not None and bound is not None and after <= bound}
+        reuse = [int(q["t"]) for q in rows if q["t"] > t and q["node"] != r["node"] and q["node"] not in excluded
+                 and (q.get("ticket") in e_tickets or set(q.get("coordinates") or ()) & set(e_tickets))]
+        entry["reused_after_rounds"] = (min(reuse) - t) / rnd if reuse else None
+        out.append(entry)
+    cut = [d for e in out for d in e["disconnected"].values()]
+    return {"exclusion_list": out,
+            "exclusion_after_fault_rounds_max": max((e["after_fault_rounds"] for e in out
+                                                      if e["after_fault_rounds"] is not None), default=None),
+            "disconnect_within_bound": all(d["within"] for d in cut) if cut else None}
+
+
+def _names(value: Any) -> List[str]:
+    if isinstance(value, str):
+        value = json.loads(value)
+    return [str(v) for v in (value or [])]
+
+
 def _share(part: Optional[int], whole: Optional[int]) -> Optional[float]:
     return None if part is None or not whole else part / whole
 
@@ -92,10 +199,15 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
     tickets = states[states["state"] == TICKET_STATE] if len(states) else states
     if not (len(s) or len(d) or len(tickets)):
         return {}
-    expected = int(s["intended"].map(lambda v: len(v) if isinstance(v, (list, tuple)) else 0).sum()) \
-        if "intended" in s else None
+    down = down_intervals(manifest)
+    end = _end_ns(manifest)
     first = d.drop_duplicates(["node", "origin", "seq"])
-    delivered = int(len(first))
+    pairs = expected_pairs(s, down, end)
+    if pairs is None:
+        expected, delivered = None, int(len(first))
+    else:
+        expected = len(pairs)
+        delivered = int(len(first.merge(pairs, on=["node", "origin", "seq"]))) if len(pairs) else 0
     lost = None if expected is None else max(expected - delivered, 0)
     t = d["t"].to_numpy(dtype=np.int64, na_value=0)
     produced = pd.to_numeric(d["produced_ns"], errors="coerce")
@@ -120,8 +232,6 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
              "ticket": None if pd.isna(r.get("ticket")) else int(r["ticket"]),
              "coordinates": _list(r.get("coordinates")), "why": r.get("why")}
             for _, r in tickets.iterrows()]
-    end = None if duration is None else int(manifest.get("t0_ns") or 0) + int(round(
-        (float(duration) + float((manifest.get("scenario") or {}).get("quiet_s") or 0)) * 1e9))
     return {
         "members": count,
         "gossip_round_ms": round_ms,
@@ -138,8 +248,11 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
                      "replies": sent_of(MessageType.CAUSAL_RECOVERY, "transmissions"), "recovered": recovered,
                      "success_rate": _share(recovered, requests)},
         "membership": {"messages": sent_of(MessageType.MEMBERSHIP, "transmissions"),
-                       "exclusions": int((why == "excluded").sum()), "joins": int((why == "joined").sum())},
-        "ticket_uniqueness": check_ticket_uniqueness(rows, down_intervals(manifest), end),
+                       "exclusions": int((why == "excluded").sum()), "joins": int((why == "joined").sum()),
+                       "alive_per_round_max": _max(counters, "cluster_alive_max_round"),
+                       "k": _param(manifest, "k"),
+                       **exclusion_measures(rows, tickets, down, manifest, _param(manifest, "round_ms"))},
+        "ticket_uniqueness": check_ticket_uniqueness(rows, down, end),
     }
 
 
