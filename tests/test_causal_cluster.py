@@ -142,3 +142,40 @@ def test_an_unreachable_coordinator_is_excluded_and_stops_by_itself_within_the_d
     d = len(excluded["tickets"]) + 1
     assert stop["t"] <= excluded["t"] + d, (stop, excluded)
     assert "c2" not in net.coordinators() and len(net.coordinators()) == 6
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_churn_kills_a_leave_a_cut_and_joins_leave_a_working_ring_with_consistent_views(seed):
+    """The churn experiment's timeline in memory: m3 killed, j1 joins, m5 leaves, m2 cut off, j2
+    joins, j1 killed. Every fault is answered by one exclusion, the survivors stay coordinators
+    with unique tickets, and their Cviews name exactly the live coordinators: an exclusion is
+    retracted everywhere (I12), so that no L set fills up with excluded processes and a second
+    exclusion does not bring the ring down."""
+    names = [f"m{i}" for i in range(1, 7)]
+    net = ClusterNet(names, 16, k=1, seed=seed)
+    net.bootstrap({0: "m1", 2: "m2", 5: "m3", 8: "m4", 10: "m5", 13: "m6"})
+    net.run_until(5.0)
+    net.dead.add("m3")
+    net.run_until(10.0)
+    j1 = net.add("j1")
+    net.send("j1", j1.join(["m1", "m2", "m4", "m5", "m6"]))
+    net.run_until(15.0)
+    net.dead.add("m5")
+    net.run_until(20.0)
+    net.cut |= {frozenset(("m2", x)) for x in net.members}
+    net.run_until(25.0)
+    j2 = net.add("j2")
+    net.send("j2", j2.join(["m1", "m4", "m6"]))
+    net.run_until(32.0)
+    net.dead.add("j1")
+    net.run_until(45.5)
+    assert not net.violations
+    excluded = sorted(x for e in net.log if e["why"] == "excluded" for x in e["excluded"])
+    assert excluded == ["j1", "m2", "m3", "m5"]
+    assert [e["node"] for e in net.log if e["why"] == "joined"] == ["j1", "j2"]
+    live = net.coordinators()
+    assert live == ["j2", "m1", "m4", "m6"]
+    for c in live:
+        assert sorted(net.members[c].cview.values()) == live, (c, net.members[c].cview)
+    assert net.members["m2"].state == DISCONNECTED, "the cut-off coordinator let go by itself"
+    assert max(net.alive_sent.values()) <= 3

@@ -47,7 +47,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 JOINING, COORDINATOR, DISCONNECTED, LEFT = "joining", "coordinator", "disconnected", "left"
 MESSAGES = ("CJOIN", "ACKCJOIN", "REJECT", "ALIVE", "UPDATE", "EXCLUDE", "ACKEXCLUDE", "REQCOORD", "ACKCOORD",
-            "ANNOUNCE")
+            "ANNOUNCE", "RETRACT")
 
 
 @dataclass
@@ -284,7 +284,8 @@ class ClusterMember:
             self.blocked[t] = d
         self.counters["excluded"] += len(excluded)
         self._changed("excluded", excluded=excluded, tickets=ex.tickets, temp_rounds=self.temp_rounds)
-        return []
+        # I12: every member forgets the excluded owners, as every member learns a joiner's ticket
+        return [Out("all", "RETRACT", {"tickets": list(ex.tickets), "owners": excluded})]
 
     # -- exclusion ------------------------------------------------------------------------------
 
@@ -342,7 +343,7 @@ class ClusterMember:
         self.succ = sender
         r = self._r_set()
         self.counters["joins_served"] += 1
-        self._changed("served cjoin", joiner=sender, ticket=t)
+        self._changed("served cjoin", joiner=sender, given=t)
         return [self._status_send(sender, "ACKCJOIN", {"L": r, "i": t, "j": j, "cview": dict(self.cview)},
                                   ("ackcjoin", r))]
 
@@ -376,6 +377,21 @@ class ClusterMember:
             if p == owner and other != t:
                 del self.cview[other]
         self.cview[t] = owner
+
+    def _on_retract(self, sender, payload, now):
+        """An exclusion succeeded elsewhere (I12): drop the excluded owners of those tickets from
+        Cview, so that ALIVEs, R and L stop naming them and the UPDATE of the excluder, now the
+        closest predecessor of its new successor, is taken."""
+        gone = set(payload.get("owners") or ())
+        for t in payload.get("tickets") or ():
+            if self.cview.get(t) in gone:
+                del self.cview[t]
+        if self.state == COORDINATOR:
+            if self.pred in gone:
+                self.pred = (self.predecessors(1) or [None])[0]
+            if self.succ in gone:
+                self.succ = (self.successors(1) or [None])[0]
+            self.L = [x for x in self.L if x not in gone]
 
     def _on_exclude(self, sender, payload, now):
         if self.state == COORDINATOR:

@@ -117,6 +117,7 @@ EVENT_FIELDS = {
               "why": ("string", "what changed the tickets (causal ticket)"),
               "excluded": ("array", "the processes an exclusion removed (causal ticket)"),
               "joiner": ("string", "the process a cjoin was served to (causal ticket)"),
+              "given": ("integer", "the ticket a served cjoin gave the joiner (causal ticket)"),
               "tickets": ("array", "the tickets an exclusion took over, E_pq (causal ticket)"),
               "temp_rounds": ("integer", "rounds left as a temporary coordinator (causal ticket)"),
               "heard": ("array", "the L members heard from when too few ALIVEs came (causal ticket)"),
@@ -319,6 +320,9 @@ class CausalMember(Role):
 
     def _send_cluster(self, outs: List[Out]) -> None:
         loop = asyncio.get_event_loop()
+        # the ticket changes first: a served cjoin gives a ticket up before the ACKCJOIN leaves,
+        # so that the log never shows the giver holding it after the joiner took it
+        self._sync_ticket()
         for out in outs:
             body: Dict[str, Any] = {"m": out.type, "p": out.payload}
             if out.ref is not None:
@@ -328,7 +332,6 @@ class CausalMember(Role):
             targets = [m for m in self.members if m != self.agent.name] if out.to == "all" else out.to
             if targets:
                 self.agent.send(MessageType.MEMBERSHIP, wire.json_body(body), to=targets, membership=out.type)
-        self._sync_ticket()
         deadline = self.cluster.next_deadline() if self.cluster is not None else None
         if deadline is not None and deadline != self._armed:
             self._armed = deadline

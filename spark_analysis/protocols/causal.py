@@ -154,10 +154,12 @@ def exclusion_measures(rows: List[Dict[str, Any]], tickets: pd.DataFrame, down: 
         for x in excluded:
             if not _up_throughout(x, t, t + 1, down):
                 continue   # down already: it holds nothing
-            before = [q for q in by_node.get(x, ()) if q["t"] <= t and q.get("ticket") is not None]
+            cut_at = max((f for f in faults.get(x, ()) if f <= t), default=t)
+            before = [q for q in by_node.get(x, ()) if q["t"] <= cut_at and q.get("ticket") is not None]
             own = before[-1]["ticket"] if before else None
             bound = e_tickets.index(own) + 1 if own in e_tickets else None
-            gone = next((q for q in by_node.get(x, ()) if q["t"] >= t and q.get("ticket") is None), None)
+            # it may notice before its excluder does (a negative count: it let go first)
+            gone = next((q for q in by_node.get(x, ()) if q["t"] >= cut_at and q.get("ticket") is None), None)
             after = None if gone is None else (int(gone["t"]) - t) / rnd
             entry["disconnected"][x] = {"after_rounds": after, "bound_rounds": bound,
                                         "within": after is not None and bound is not None and after <= bound}
