@@ -35,6 +35,15 @@ def test_a_dead_node_holds_nothing_after_it_went_down():
     assert check_ticket_uniqueness(rows, down={"a": [(10, 30)]}, end_ns=100)["verdict"] == "valid"
 
 
+def test_what_happens_after_the_end_of_the_run_is_not_judged():
+    """After the run's end the agents are stopped one by one: a process still logging its last
+    rows then (an exclusion of one already stopping) is not a violation."""
+    rows = [row("a", 0, 5, [5, 4]), row("b", 0, 6, [6]), row("b", 120, 6, [6, 5, 4], "temporary coordination ended"),
+            row("a", 130, None, [], "leave"), row("b", 131, None, [], "leave")]
+    assert check_ticket_uniqueness(rows, end_ns=100)["verdict"] == "valid"
+    assert check_ticket_uniqueness(rows, end_ns=125)["verdict"] == "invalid"
+
+
 def test_nothing_logged_is_unknown():
     res = check_ticket_uniqueness([])
     assert res["verdict"] == "unknown" and "causal ticket" in res["stats"]["reason"]

@@ -4,8 +4,9 @@ they either own or coordinate".
 Input: the ticket changes the cluster members logged (state `causal ticket`, agents/causal): per
 row the node, the time, the ticket it owns (None for none) and the tickets it coordinates, its own
 included. A row holds from its time until the node's next row, or until the node went down (the
-run's down intervals: a killed or stopped process holds nothing), or the end of the run. A node
-that comes back up holds nothing until it logs again.
+run's down intervals: a killed or stopped process holds nothing), or the end of the run (after
+it, every agent is being stopped, one by one under load: that is not judged). A node that comes
+back up holds nothing until it logs again.
 
 "ticket-uniqueness" counts each (ticket, pair of nodes) whose holding intervals overlap, once per
 overlap; a counterexample names the ticket, the two nodes, the overlap and what each row said
@@ -50,6 +51,8 @@ def holdings(rows: Iterable[Row], down: Dict[str, List[Tuple[int, Optional[int]]
         rs.sort(key=lambda r: r["t"])
         for i, r in enumerate(rs):
             nxt = rs[i + 1]["t"] if i + 1 < len(rs) else end_ns
+            if end_ns is not None:   # the agents' stopping after the run is not judged
+                nxt = end_ns if nxt is None else min(nxt, end_ns)
             stop = _cut(int(r["t"]), nxt, down.get(node, ()))
             if stop is not None and stop <= r["t"]:
                 continue
