@@ -192,6 +192,7 @@ def _apply_workload(r: Reader, topology: Topology, workload: Dict[str, Any]) -> 
         node_ref(r, name, ("workload", "nodes", name), topology)
     layers = [(defaults, ("workload", "defaults"))]
     for name, node in topology.nodes.items():
+        where: Path = ("workload", "defaults", "start")
         node_layers = list(layers)
         if node.kind in kinds:
             node_layers.append((kinds[node.kind], ("workload", "kinds", node.kind)))

@@ -179,3 +179,21 @@ def test_churn_kills_a_leave_a_cut_and_joins_leave_a_working_ring_with_consisten
         assert sorted(net.members[c].cview.values()) == live, (c, net.members[c].cview)
     assert net.members["m2"].state == DISCONNECTED, "the cut-off coordinator let go by itself"
     assert max(net.alive_sent.values()) <= 3
+
+
+def test_a_retract_drops_the_excluded_owners_everywhere_and_an_owner_of_a_retracted_ticket_lets_go():
+    m = ClusterMember("a", 16, 1)
+    m.bootstrap({12: "a", 8: "b", 4: "c", 0: "d"})
+    assert m.succ == "b" and m.pred == "d"
+    m.on_message("c", "RETRACT", {"tickets": [0, 15, 14, 13], "owners": ["d"]}, 1.0)
+    assert "d" not in m.cview.values() and m.pred == "c" and m.state == COORDINATOR
+    assert m.succ == "b", "only the excluder's successor changes"
+    m.on_message("b", "RETRACT", {"tickets": [12, 11, 10, 9], "owners": ["a"]}, 2.0)
+    assert m.state == DISCONNECTED and m.ticket is None, "excluded while running: it lets go"
+
+
+def test_a_cjoin_from_a_process_already_in_the_view_is_rejected():
+    m = ClusterMember("a", 16, 1)
+    m.bootstrap({12: "a", 4: "c"})
+    assert [o.type for o in m.on_message("j", "CJOIN", {}, 0.0)] == ["ACKCJOIN"]
+    assert [o.type for o in m.on_message("j", "CJOIN", {}, 0.5)] == ["REJECT"], "its retry crossed our ACKCJOIN"

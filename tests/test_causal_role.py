@@ -239,7 +239,8 @@ def test_the_analysis_expects_events_only_at_members_up_since_and_times_exclusio
         ticket("a", int(1.8 * s), 0, "[0]", "excluded", excluded='["d"]', tickets="[4, 3]"),
         ticket("d", int(2.3 * s), None, "[]", "too few ALIVE"),
         ticket("b", int(2.9 * s), 1, "[1]", "excluded", excluded='["c"]', tickets="[2]"),
-        ticket("e", 6 * s, 2, "[2]", "joined")])
+        ticket("e", 6 * s, 2, "[2]", "joined"),
+        ticket("m6", 12 * s, 9, "[9]", "excluded", excluded='["m1"]', tickets="[0]")])   # after the end: not judged
     out = causal.measures(sends, deliveries, manifest, states)
     # c is killed at 2 s and e starts at 5 s: event 1 (0.5 s) is expected at b and d (cut off, but
     # running), event 2 at b and d, event 3 at b, d and e; e's delivery of event 2 is not counted

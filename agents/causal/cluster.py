@@ -334,6 +334,8 @@ class ClusterMember:
     def _on_cjoin(self, sender, payload, now):
         if self.state != COORDINATOR or self.temp_rounds > 0 or self._exclusion is not None:
             return [Out(sender, "REJECT", {})]
+        if sender in self.cview.values():   # served already (its retry crossed our ACKCJOIN)
+            return [Out(sender, "REJECT", {})]
         free = [t for t in self.coordinated() if t != self.ticket and t not in self.blocked]
         if not free:
             return [Out(sender, "REJECT", {})]
@@ -383,14 +385,17 @@ class ClusterMember:
         Cview, so that ALIVEs, R and L stop naming them and the UPDATE of the excluder, now the
         closest predecessor of its new successor, is taken."""
         gone = set(payload.get("owners") or ())
+        if self.state == COORDINATOR and self.ticket in (payload.get("tickets") or ()):
+            self._drop("excluded elsewhere", by=sender)   # excluded while still running: let go
+            return
         for t in payload.get("tickets") or ():
             if self.cview.get(t) in gone:
                 del self.cview[t]
         if self.state == COORDINATOR:
+            # the successor stays: only the excluder's changes what it coordinates; another whose
+            # successor was excluded finds out by its own failed UPDATE
             if self.pred in gone:
                 self.pred = (self.predecessors(1) or [None])[0]
-            if self.succ in gone:
-                self.succ = (self.successors(1) or [None])[0]
             self.L = [x for x in self.L if x not in gone]
 
     def _on_exclude(self, sender, payload, now):

@@ -118,6 +118,7 @@ EVENT_FIELDS = {
               "excluded": ("array", "the processes an exclusion removed (causal ticket)"),
               "joiner": ("string", "the process a cjoin was served to (causal ticket)"),
               "given": ("integer", "the ticket a served cjoin gave the joiner (causal ticket)"),
+              "by": ("string", "the excluder whose RETRACT named this process's ticket (causal ticket)"),
               "tickets": ("array", "the tickets an exclusion took over, E_pq (causal ticket)"),
               "temp_rounds": ("integer", "rounds left as a temporary coordinator (causal ticket)"),
               "heard": ("array", "the L members heard from when too few ALIVEs came (causal ticket)"),
@@ -469,7 +470,8 @@ class CausalMember(Role):
                     now = asyncio.get_event_loop().time()
                     self._send_cluster(self.cluster.on_status(ref, True, now))
                 return
-            if ref is not None:
+            late_ack = kind == "ACKCJOIN" and (self.cluster is None or self.cluster.state != JOINING)
+            if ref is not None and not late_ack:   # a second ACKCJOIN fails, so its giver takes the ticket back
                 self.agent.send(MessageType.MEMBERSHIP, wire.json_body({"m": "STATUS", "ref": ref}), to=sender,
                                 membership="STATUS")
             if self.cluster is not None and kind in MESSAGES:

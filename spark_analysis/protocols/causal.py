@@ -11,7 +11,10 @@ its ticket-uniqueness check, and its report section.
   counters: deliveries after time_to_recover, and events skipped as obsolete).
 - `gossip_only` (Figure 5's "gossip" curve, from the PrCast receive order of the same run, each
   member logging at its stop what that order delivers in optimistic causal order): `delivered`,
-  `out_of_order`, `lost` = expected − delivered and `lost_share`.
+  `out_of_order`, `lost` = expected − delivered and `lost_share`. Its `delivered` is each
+  member's count of everything it received, expected or not: with members down or joining
+  mid-run it can exceed the expected pairs' share (the two-layer figure counts expected pairs
+  only), so compare the two on runs without churn, as Figure 5 does.
 - `latency` (Figures 4, 5(a)): delivery time − the event's creation time over every delivery, in
   ms (metrics.stats_ms) and `median_rounds`, the median in gossip rounds (`gossip_round_ms`).
 - `throughput` (Figure 4): delivered events per member per second of the workload.
@@ -102,16 +105,33 @@ def _up_throughout(node: str, start: int, end: Optional[int], down: Dict[str, li
     return True
 
 
-def expected_pairs(s: pd.DataFrame, down: Dict[str, list], end: Optional[int]) -> Optional[pd.DataFrame]:
+def _joined_at(first: pd.DataFrame, down: Dict[str, list]) -> Dict[str, int]:
+    """For a member that came up mid-run (a joiner held for the timeline, a restart): its first
+    delivery after it came up. Its clock starts from the first event it receives (reading I10),
+    so what was created before that is not expected there."""
+    out: Dict[str, int] = {}
+    for node, spans in down.items():
+        back = [d1 for _, d1 in spans if d1 is not None]
+        if not back:
+            continue
+        times = first.loc[(first["node"] == node) & (first["t"] >= max(back)), "t"]
+        out[node] = int(times.min()) if len(times) else max(back)
+    return out
+
+
+def expected_pairs(s: pd.DataFrame, down: Dict[str, list], end: Optional[int],
+                   since: Optional[Dict[str, int]] = None) -> Optional[pd.DataFrame]:
     """(node, origin, seq) for every member an event's send named eligible that takes part from
     the event's creation to the end of the run: a member killed, stopped or not yet started
-    (a joiner held for the timeline) is not expected to deliver what was created meanwhile.
+    (a joiner held for the timeline) is not expected to deliver what was created meanwhile, nor
+    a member that came up mid-run what was created before its first delivery (`since`).
     None when the sends name no receivers."""
     if "intended" not in s:
         return None
+    since = since or {}
     rows = [(r, origin, int(seq)) for origin, seq, t, receivers in zip(s["origin"], s["seq"], s["t"], s["intended"])
             if isinstance(receivers, (list, tuple)) for r in receivers
-            if r != origin and _up_throughout(r, int(t), end, down)]
+            if r != origin and _up_throughout(r, int(t), end, down) and int(t) >= since.get(r, 0)]
     return pd.DataFrame(rows, columns=["node", "origin", "seq"]).drop_duplicates()
 
 
@@ -203,8 +223,10 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
         return {}
     down = down_intervals(manifest)
     end = _end_ns(manifest)
+    if end is not None and len(tickets):   # after the run's end the agents are being stopped
+        tickets = tickets[pd.to_numeric(tickets["t"]) < end]
     first = d.drop_duplicates(["node", "origin", "seq"])
-    pairs = expected_pairs(s, down, end)
+    pairs = expected_pairs(s, down, end, _joined_at(first, down))
     if pairs is None:
         expected, delivered = None, int(len(first))
     else:

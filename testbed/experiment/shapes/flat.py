@@ -11,7 +11,8 @@ from .trend import grid_values
 
 KEY = "flat"
 FIELDS = ("over",)
-SCHEMA = {KEY: {"type": "number", "exclusiveMinimum": 0, "description": "the tolerance, a fraction of the mean"},
+SCHEMA = {KEY: {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 10,
+               "description": "the tolerance, a fraction of the mean"},
           "over": {"type": "string", "description": "a grid parameter"}}
 
 
@@ -32,7 +33,10 @@ class Flat:
                 entry["verdict"] = "unknown"
             else:
                 mean = sum(values) / len(values)
-                spread = max(abs(m - mean) for m in values) / abs(mean) if mean else float("inf")
+                if max(values) == min(values):
+                    spread = 0.0
+                else:
+                    spread = max(abs(m - mean) for m in values) / abs(mean) if mean else float("inf")
                 entry.update(verdict="valid" if spread <= self.tolerance else "invalid", spread=spread)
                 entry["detail"] += f"; farthest {spread:.1%} from the mean"
             out.append(entry)
