@@ -54,3 +54,44 @@ def combine(results: List[Dict[str, Any]]) -> str:
     if "unknown" in verdicts or not results:
         return "unknown"
     return "valid"
+
+
+def grid_values(r, entry: Dict[str, Any], path, exp):
+    """(the parameter `over` names, its values sorted): what the shapes along a parameter share."""
+    if "over" not in entry:
+        raise r.fail(path, "missing field 'over'", "the grid parameter the shape runs along")
+    params = {p.short: p for p in exp.grid}
+    over = entry["over"]
+    if over not in params:
+        raise r.fail(path + ("over",), f"no grid parameter {over!r}", ", ".join(params) or "the file has no grid")
+    if "where" in entry and over in entry["where"]:
+        raise r.fail(path + ("where",), f"'where' fixes {over}, the parameter the shape runs along")
+    values = list(params[over].values)
+    try:
+        values = sorted(values)
+    except TypeError:
+        raise r.fail(path + ("over",), f"the values of {over} cannot be ordered", "numbers, or strings") from None
+    if len(values) < 2:
+        raise r.fail(path + ("over",), f"{over} has one value: no shape to see along it",
+                     "a parameter with two values or more")
+    return over, values
+
+
+class Along:
+    """A shape judged along a grid parameter (trend, flat, fit): its measure, the parameter `over`
+    with its sorted values, and `where`."""
+
+    def __init__(self, measure: str, over: str, values, where: Dict[str, Any]) -> None:
+        self.measure, self.over, self.values, self.where = measure, over, values, where
+
+    def series(self, data):
+        """For every combination of the free parameters: (its entry, with the group and the means
+        along `over` as detail, and verdict unknown when one is missing; the means, or None then)."""
+        for group, values in means(data, self.measure, [{self.over: v} for v in self.values], self.where):
+            entry: Dict[str, Any] = {"group": group_label(group), "detail": ", ".join(
+                f"{self.over}={v}: {data.fmt(m)}" for v, m in zip(self.values, values))}
+            if any(m is None for m in values):
+                entry["verdict"] = "unknown"
+                yield entry, None
+            else:
+                yield entry, values

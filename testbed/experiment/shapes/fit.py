@@ -9,8 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Tuple
 
-from .common import combine, group_label, means
-from .trend import grid_values
+from .common import Along, combine, grid_values
 
 KEY = "fit"
 FIELDS = ("over",)
@@ -28,9 +27,10 @@ def least_squares(xs: List[float], ys: List[float]) -> Tuple[float, float, float
     return a, b, sum((y - a - b * x) ** 2 for x, y in zip(xs, ys))
 
 
-class Fit:
+class Fit(Along):
     def __init__(self, measure: str, curve: str, over: str, values, where: Dict[str, Any]) -> None:
-        self.measure, self.curve, self.over, self.values, self.where = measure, curve, over, values, where
+        super().__init__(measure, over, values, where)
+        self.curve = curve
 
     def describe(self) -> str:
         return f"{self.measure} grows {'logarithmically' if self.curve == 'log' else 'linearly'} over {self.over}"
@@ -38,20 +38,15 @@ class Fit:
     def judge(self, data) -> Dict[str, Any]:
         out = []
         xs = [float(v) for v in self.values]
-        for group, values in means(data, self.measure, [{self.over: v} for v in self.values], self.where):
-            entry: Dict[str, Any] = {"group": group_label(group), "detail": ", ".join(
-                f"{self.over}={v}: {data.fmt(m)}" for v, m in zip(self.values, values))}
-            if any(m is None for m in values):
-                entry["verdict"] = "unknown"
-                out.append(entry)
-                continue
-            fits = {"linear": least_squares(xs, values), "log": least_squares([math.log(x) for x in xs], values)}
-            a, b, rss = fits[self.curve]
-            other = fits["log" if self.curve == "linear" else "linear"][2]
-            entry.update(verdict="valid" if b > 0 and rss < other else "invalid",
-                         slope=b, residual=rss, other_residual=other)
-            entry["detail"] += (f"; {self.curve} fit a = {a:.4g}, b = {b:.4g}, residual {rss:.4g} against "
-                                f"{other:.4g} for the other curve")
+        for entry, values in self.series(data):
+            if values is not None:
+                fits = {"linear": least_squares(xs, values), "log": least_squares([math.log(x) for x in xs], values)}
+                a, b, rss = fits[self.curve]
+                other = fits["log" if self.curve == "linear" else "linear"][2]
+                entry.update(verdict="valid" if b > 0 and rss < other else "invalid",
+                             slope=b, residual=rss, other_residual=other)
+                entry["detail"] += (f"; {self.curve} fit a = {a:.4g}, b = {b:.4g}, residual {rss:.4g} against "
+                                    f"{other:.4g} for the other curve")
             out.append(entry)
         return {"verdict": combine(out), "groups": out}
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from .common import combine, group_label, means
-from .trend import grid_values
+from .common import Along, combine, grid_values
 
 KEY = "flat"
 FIELDS = ("over",)
@@ -16,22 +15,18 @@ SCHEMA = {KEY: {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 10,
           "over": {"type": "string", "description": "a grid parameter"}}
 
 
-class Flat:
+class Flat(Along):
     def __init__(self, measure: str, tolerance: float, over: str, values, where: Dict[str, Any]) -> None:
-        self.measure, self.tolerance, self.over, self.values, self.where = measure, tolerance, over, values, where
+        super().__init__(measure, over, values, where)
+        self.tolerance = tolerance
 
     def describe(self) -> str:
         return f"{self.measure} flat within ±{self.tolerance:.0%} over {self.over}"
 
     def judge(self, data) -> Dict[str, Any]:
         out = []
-        for group, values in means(data, self.measure, [{self.over: v} for v in self.values], self.where):
-            series = list(zip(self.values, values))
-            entry = {"group": group_label(group),
-                     "detail": ", ".join(f"{self.over}={v}: {data.fmt(m)}" for v, m in series)}
-            if any(m is None for m in values):
-                entry["verdict"] = "unknown"
-            else:
+        for entry, values in self.series(data):
+            if values is not None:
                 mean = sum(values) / len(values)
                 if max(values) == min(values):
                     spread = 0.0
