@@ -223,6 +223,44 @@ def test_interrupting_a_run_keeps_a_readable_directory_and_leaves_nothing(no_lef
     assert not leftovers()
 
 
+MANY = """
+topology:
+  generate: {shape: nodes, groups: {m: {count: 60}}, switch: lan}
+warmup: 1s
+duration: 30s
+quiet: 1500ms
+workload:
+  defaults: {role: probe, params: {rate: 1, to: broadcast}}
+"""
+
+
+def test_interrupting_a_run_while_its_containers_start_leaves_none(no_leftovers, images, tmp_path):
+    """Ctrl-C while 60 containers are being started: the containers the workers were still
+    starting when it came are removed too (the lab's record of what started never saw them)."""
+    import docker
+
+    from testbed.names import LABEL_LAB
+
+    scenario = tmp_path / "many.yaml"
+    scenario.write_text(MANY)
+    proc = subprocess.Popen([sys.executable, "-m", "testbed", "run", str(scenario), "--out", str(tmp_path / "run"),
+                             "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    client = docker.from_env()
+    deadline = time.monotonic() + 120
+    count = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        count = len(client.containers.list(all=True, filters={"label": LABEL_LAB}))
+        if count >= 5:
+            break
+        time.sleep(0.05)
+    assert 5 <= count < 60, f"the interrupt should come while the containers start ({count} there)"
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=180)
+    assert proc.returncode == 130, stderr
+    assert client.containers.list(all=True, filters={"label": LABEL_LAB}) == []
+    assert not leftovers()
+
+
 KILLED = """
 topology:
   nodes: {h1: {}, r: {}, h2: {}}

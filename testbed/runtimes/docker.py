@@ -102,16 +102,25 @@ class DockerRuntime(Runtime):
 
         started: Dict[str, Started] = {}
         errors: List[str] = []
-        with ThreadPoolExecutor(max_workers=dockerd.WORKERS) as pool:
+        pool = ThreadPoolExecutor(max_workers=dockerd.WORKERS)
+        try:
             futures = {pool.submit(start_one, node): node for node in nodes}
             for future, node in futures.items():
                 try:
                     started[node.name] = future.result()
                 except Exception as exc:
                     errors.append(f"{node.name}: {exc}")
+        except BaseException:
+            # Ctrl-C (or SIGTERM) while the containers start: start no more, and remove every
+            # container of the lab, those the workers were still starting included (the lab's
+            # record of what started never sees them)
+            pool.shutdown(wait=True, cancel_futures=True)
+            self.destroy(started)
+            raise
+        finally:
+            pool.shutdown(wait=True)
         if errors:
             self.destroy(started)
-            dockerd.remove_containers(self.docker, dockerd.lab_containers(self.docker, self.names.lab))
             raise TestbedError("could not start containers:\n  " + "\n  ".join(errors[:5]))
         return started
 
@@ -166,6 +175,12 @@ class DockerRuntime(Runtime):
                 "images": {image: dockerd.image_id(self.docker, image) for image in sorted({n.image for n in nodes})}}
 
     def destroy(self, started: Dict[str, Started]) -> None:
+        """Remove the nodes' containers: those started, and any other container labelled with
+        this lab (one a worker created while the start was being interrupted)."""
         ids = [s.container_id for s in started.values() if s.container_id]
+        try:
+            ids += [cid for cid in dockerd.lab_containers(self.docker, self.names.lab) if cid not in ids]
+        except Exception:  # the engine not answering: remove what is known
+            pass
         if ids:
             dockerd.remove_containers(self.docker, ids)
