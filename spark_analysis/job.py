@@ -165,6 +165,7 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
     # loops, so the threads share the cores
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="analysis")
     drafts: Dict[str, str] = {}  # run id -> the local directory its report is assembled in
+    shared_dir: Optional[str] = None  # the comparison plots, drawn once for all the runs
     try:
         drafts.update({r.run_id: tempfile.mkdtemp(prefix="testbed-report-") for r in runs})
         pending = {r.run_id: pool.submit(_check_run, c, r, causal) for r in runs}
@@ -181,6 +182,7 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
                 results[rid]["checks"] += getattr(p, "checks", lambda section: [])(results[rid].get(p.NAME))
         prog.stage("writing tables")
         receptions.result()
+        comparison = None
         if len(runs) > 1:
             comparison = compare(results)
             for res in results.values():
@@ -198,16 +200,20 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
                 radio_report.write_plots(drafts[r.run_id], r, radio_times)
 
         prog.stage("report")
-        from .report import write_report
+        from .report import plot_comparison, write_report
+        shared = None
+        if comparison is not None:  # the runs' comparison plots: drawn once, copied to every report
+            shared_dir = tempfile.mkdtemp(prefix="testbed-compare-")
+            shared = (shared_dir, plot_comparison(shared_dir, comparison))
         for r in runs:
             rid = r.run_id
             results[rid]["timings_s"] = dict(prog.times)
-            write_report(drafts[rid], results[rid])
+            write_report(drafts[rid], results[rid], shared)
             _upload(spark, drafts[rid], partial[rid])
             _replace(spark, partial[rid], _report_uri(r))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-        for draft in drafts.values():
+        for draft in list(drafts.values()) + ([shared_dir] if shared_dir else []):
             shutil.rmtree(draft, ignore_errors=True)
     if raw is not None:
         raw.unpersist()

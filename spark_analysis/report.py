@@ -5,7 +5,8 @@ from __future__ import annotations
 import html
 import json
 import os
-from typing import Dict, List, Optional
+import shutil
+from typing import Dict, List, Optional, Tuple
 
 import matplotlib
 
@@ -129,12 +130,15 @@ def plot_types(path: str, overhead: dict) -> None:
 
 
 def plot_comparison(out_dir: str, comparison: dict) -> List[str]:
+    """One bar chart per measure across the runs analysed together (at most 16 inches wide: an
+    experiment analyses a hundred runs at once). The job draws them once and every run's report
+    gets a copy (write_report's `shared`)."""
     files = []
     runs = comparison["runs"]
     for i, (label, values) in enumerate(comparison["metrics"].items()):
         if all(v is None for v in values):
             continue
-        fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(runs) + 2), 2.8))
+        fig, ax = plt.subplots(figsize=(min(16, max(4, 0.6 * len(runs) + 2)), 2.8))
         ax.bar(range(len(runs)), [v if v is not None else 0 for v in values], color="tab:purple")
         ax.set_xticks(range(len(runs)))
         ax.set_xticklabels(runs, rotation=30, ha="right", fontsize=6)
@@ -167,12 +171,19 @@ def write_plots(out_dir: str, results: dict, latency_samples: List[float], heat:
     plot_types(os.path.join(out_dir, "types.png"), results.get("overhead", {}))
 
 
-def write_report(out_dir: str, results: dict) -> None:
-    """results.json, the comparison plots of several runs and index.html, beside write_plots' plots."""
+def write_report(out_dir: str, results: dict, shared: Optional[Tuple[str, List[str]]] = None) -> None:
+    """results.json, the comparison plots of several runs and index.html, beside write_plots' plots.
+    `shared`: (a directory, its files) of comparison plots drawn once for all the runs of a job,
+    copied here instead of drawn again."""
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "results.json"), "w") as fh:
         json.dump(results, fh, indent=1, default=_json_default)
-    compare_files = plot_comparison(out_dir, results["comparison"]) if results.get("comparison") else []
+    if shared is not None:
+        compare_files = list(shared[1])
+        for name in compare_files:
+            shutil.copyfile(os.path.join(shared[0], name), os.path.join(out_dir, name))
+    else:
+        compare_files = plot_comparison(out_dir, results["comparison"]) if results.get("comparison") else []
     with open(os.path.join(out_dir, "index.html"), "w") as fh:
         fh.write(render_html(results, out_dir, compare_files))
 

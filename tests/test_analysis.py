@@ -273,7 +273,10 @@ def test_several_runs_are_compared_side_by_side(synthetic, spark, tmp_path):
     assert len(comp["runs"]) == 2
     ratios = comp["metrics"]["delivery ratio"]
     assert ratios[comp["runs"].index("other-run")] == 1.0 and ratios[0] < 1.0
-    assert any(f.startswith("compare_") for f in os.listdir(os.path.join(b, "report")))
+    plots = sorted(f for f in os.listdir(os.path.join(b, "report")) if f.startswith("compare_"))
+    assert plots and plots == sorted(f for f in os.listdir(os.path.join(a, "report")) if f.startswith("compare_"))
+    with open(os.path.join(a, "report", plots[0]), "rb") as x, open(os.path.join(b, "report", plots[0]), "rb") as y:
+        assert x.read() == y.read(), "drawn once for the job, the same in every run's report"
 
 
 #: log lines Spark's JSON reader and ours must read alike: blank, nested values, a number where a
