@@ -23,9 +23,11 @@ def _clean(v):
     return None if isinstance(v, float) and v != v else v
 
 
-def gather(out_dir: str) -> Dict[str, object]:
+def gather(out_dir: str, file: Optional[str] = None) -> Dict[str, object]:
     """An experiment directory's figures: per point and measure the mean, its 95% interval over
-    seeds and the reference; the shapes' verdicts; per run its measures."""
+    seeds and the reference; the shapes' verdicts with the intervals they rest on; per run its
+    measures; the mean curves over time (at most 60 points each); and the experiment file, so
+    that the verdicts can be judged again from the runs (rejudge)."""
     summary = pd.read_csv(os.path.join(out_dir, "summary.csv"))
     points: Dict[str, Dict[str, object]] = {}
     for row in summary.to_dict("records"):
@@ -35,8 +37,50 @@ def gather(out_dir: str) -> Dict[str, object]:
     runs = [{k: _clean(v) for k, v in r.items()} for r in pd.read_csv(os.path.join(out_dir, "runs.csv")).to_dict("records")]
     with open(os.path.join(out_dir, "shapes.json")) as fh:
         shapes = json.load(fh)
-    return {"directory": os.path.relpath(out_dir, ROOT), "points": points,
-            "shapes": [{k: s[k] for k in ("name", "verdict", "groups")} for s in shapes], "runs": runs}
+    curves: Dict[str, Dict[str, List]] = {}
+    path = os.path.join(out_dir, "over_time.json")
+    if os.path.isfile(path):
+        with open(path) as fh:
+            for measure, per_point in json.load(fh).items():
+                curves[measure] = {pid: _thin(curve) for pid, curve in per_point.items()}
+    out: Dict[str, object] = {"directory": os.path.relpath(out_dir, ROOT), "points": points,
+                              "shapes": [_shape(s) for s in shapes], "runs": runs, "over_time": curves}
+    if file:
+        out["file"] = file
+    return out
+
+
+def _shape(s: Dict) -> Dict:
+    keep = ("name", "kind", "verdict", "reason", "means_only", "judge", "groups")
+    return {k: s[k] for k in keep if k in s}
+
+
+def _thin(curve: List, most: int = 60) -> List:
+    if len(curve) <= most:
+        return curve
+    step = (len(curve) - 1) / (most - 1)
+    return [curve[round(i * step)] for i in range(most)]
+
+
+def rejudge(entry: Dict, file: str) -> Dict:
+    """An experiment's summary and verdicts computed again from its stored runs with this
+    checkout's statistics and shapes (the runs themselves are not touched): what `testbed
+    experiment --no-run` would print from the same runs."""
+    sys.path.insert(0, ROOT)
+    from testbed.experiment.results import finite, judge, summarise
+    from testbed.experiment.spec import load_experiment
+
+    exp = load_experiment(os.path.join(ROOT, file), check_points=False)
+    known = {p.id for p in exp.points}
+    rows = [r for r in entry["runs"] if r.get("point") in known]
+    points: Dict[str, Dict[str, object]] = {}
+    for row in summarise(exp, rows):
+        if row["n"]:
+            points.setdefault(row["point"], {})[row["measure"]] = {
+                k: _clean(row[k]) for k in ("n", "mean", "sd", "ci95_low", "ci95_high", "reference_low",
+                                            "reference_high", "ratio_to_reference")}
+    shapes = finite(judge(exp, rows))
+    return dict(entry, file=file, points=points, shapes=[_shape(s) for s in shapes])
 
 
 def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]]], prefix: str, results: str,
@@ -50,6 +94,8 @@ def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]
     parser.add_argument("--set", choices=[*files, "all"], default=default)
     parser.add_argument("--seeds", type=int, help="seeds per point (default: the files')")
     parser.add_argument("--no-run", action="store_true", help="gather what the experiment directories hold")
+    parser.add_argument("--rejudge", action="store_true",
+                        help="judge the stored runs of every set in the results file again (no runs, no Spark)")
     args = parser.parse_args(argv)
     names = list(files) if args.set == "all" else [args.set]
     path = os.path.join(HERE, "results", results)
@@ -58,6 +104,16 @@ def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]
         with open(path) as fh:
             kept = json.load(fh).get("experiments") or {}
     result = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}, "experiments": kept}
+    if args.rejudge:
+        for name, entry in kept.items():
+            file = entry.get("file") or (files[name] if isinstance(files.get(name), str) else files[name][0])
+            kept[name] = rejudge(entry, file)
+            for s in kept[name]["shapes"]:
+                print(f"{name}: {s['verdict'] + (' (' + s['reason'] + ')' if s.get('reason') else ''):<40} {s['name']}")
+        with open(path, "w") as fh:
+            json.dump(result, fh, indent=1)
+        print(f"wrote {path}")
+        return 0
     for name in names:
         out = os.path.join(ROOT, "runs", "experiments", f"{prefix}-{name}")
         file, extra = (files[name], ()) if isinstance(files[name], str) else files[name]
@@ -67,7 +123,7 @@ def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]
         if args.no_run:
             command += ["--no-run"]
         subprocess.run(command, check=True, cwd=ROOT)
-        result["experiments"][name] = gather(out)
+        result["experiments"][name] = gather(out, file)
         for s in result["experiments"][name]["shapes"]:
             print(f"{name}: {s['verdict']:<8} {s['name']}")
         with open(path, "w") as fh:  # after every set: a long run interrupted keeps what is done

@@ -82,7 +82,9 @@ def new_run_id(scenario: Scenario) -> str:
 
 
 def _versions(lab: Lab) -> Dict[str, Any]:
-    versions: Dict[str, Any] = {"testbed": __version__, "python": platform.python_version(),
+    from .provenance import run_code
+
+    versions: Dict[str, Any] = {"testbed": __version__, "code": run_code(), "python": platform.python_version(),
                                 "kernel": platform.release()}
     try:
         import mininet.net

@@ -53,6 +53,18 @@ class Scenario:
     description: str = ""
     raw: Dict[str, Any] = field(default_factory=dict)
 
+    def files(self) -> List[Tuple[str, str]]:
+        """Every file the run reads, as (what it is, absolute path): the scenario, its topology
+        file (none when inline) and the radio segments' mobility traces. Files named inside
+        commands (`exec` actions, node `command`s) are the node's own and are not listed."""
+        out = [("scenario", os.path.abspath(self.source))]
+        if not self.topology_source.endswith("(inline)"):
+            out.append(("topology", os.path.abspath(self.topology_source)))
+        for name, segment in sorted(self.topology.radio.items()):
+            if getattr(segment, "trace", None) is not None:
+                out.append((f"trace of radio segment {name}", os.path.abspath(segment.trace.path)))
+        return out
+
     def to_dict(self) -> Dict[str, Any]:
         return {
             "name": self.name, "description": self.description, "source": self.source,

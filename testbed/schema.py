@@ -282,6 +282,9 @@ def experiment_schema() -> Dict[str, Any]:
                                                                 "minItems": 2, "maxItems": 2}]},
                                    "source": {"type": "string"}, "note": {"type": "string"}}}}}},
             "expect": {"type": "array", "items": shapes.schema()},
+            "judge": {"enum": ["intervals", "means"],
+                      "description": "how the shapes are judged: from the seeds' spread (intervals, the default) "
+                                     "or from the means alone (for a reduced experiment of one seed)"},
             "hosts": {"type": "array", "minItems": 1, "items": {"oneOf": [
                 {"type": "string", "description": "local, or USER@HOST[:PORT]"},
                 {"type": "object", "required": ["target"], "additionalProperties": False,

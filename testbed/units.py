@@ -154,3 +154,54 @@ def parse_coordinate_m(value: Any) -> float:
     if abs(number) > MAX_DISTANCE_M:
         raise ValueError(f"{value} is beyond 10000km")
     return number
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|kb|kib|mb|mib|gb|gib)\s*$", re.IGNORECASE)
+_SIZE_FACTOR = {"b": 1, "kb": 1e3, "kib": 1024, "mb": 1e6, "mib": 1024 ** 2, "gb": 1e9, "gib": 1024 ** 3}
+
+
+def parse_size_bytes(value: Any) -> float:
+    """`200B`, `1.5kB`, `64KiB`, `1MB` or a bare number of bytes → bytes."""
+    if _is_number(value):
+        number = _float(value)
+    elif isinstance(value, str):
+        match = _SIZE.match(value)
+        if not match:
+            raise ValueError(f"'{value}' is not a size")
+        number = float(match.group(1)) * _SIZE_FACTOR[match.group(2).lower()]
+    else:
+        raise ValueError(f"{type(value).__name__} {value!r} is not a size")
+    _finite(number, value)
+    if number < 0:
+        raise ValueError(f"{value} is negative")
+    return number
+
+
+#: the kinds of quantity a list of values is read as, in the order they are tried: (kind, base
+#: unit, parser giving the base unit). A bare number is the parser's own unit (ms, Mbit/s, bytes,
+#: a fraction, metres), as in a scenario file.
+QUANTITIES = (
+    ("duration", "s", lambda v: parse_time_ms(v) / 1000.0),
+    ("rate", "bit/s", lambda v: parse_rate_mbit(v) * 1e6),
+    ("size", "B", parse_size_bytes),
+    ("probability", "", parse_fraction),
+    ("distance", "m", parse_distance_m),
+)
+
+
+def quantities(values: Any) -> Any:
+    """Read a list of values as one kind of quantity: (kind, base unit, the values in that unit),
+    the first kind of QUANTITIES that reads every value, when at least one value is text with a
+    unit (`50s`, `10%`, `64KiB`); ("number", "", the values) when all are plain numbers; None
+    otherwise (names, lists, or quantities of different kinds)."""
+    values = list(values)
+    if values and all(_is_number(v) for v in values):
+        return "number", "", [_float(v) for v in values]
+    if not values or not all(_is_number(v) or isinstance(v, str) for v in values):
+        return None
+    for kind, unit, parse in QUANTITIES:
+        try:
+            return kind, unit, [parse(v) for v in values]
+        except ValueError:
+            continue
+    return None

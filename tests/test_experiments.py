@@ -14,9 +14,10 @@ import pytest
 
 from testbed.cli import main
 from testbed.errors import ValidationError
+from testbed.experiment import fingerprint as fp
 from testbed.experiment import shapes
-from testbed.experiment.results import Data, ci95, lookup, summarise
-from testbed.experiment.spec import fingerprint, load_experiment
+from testbed.experiment.results import ci95, lookup
+from testbed.experiment.spec import load_experiment
 
 from .conftest import ROOT
 from .test_remote import REMOTE_TESTBED, TOPOLOGY, sshd  # noqa: F401 (sshd: the fixture of a real sshd)
@@ -90,15 +91,87 @@ def test_seeds_a_list_and_the_command_lines_count(tmp_path):
     assert load_experiment(path, seeds=4).seeds == [1, 2, 3, 4]
 
 
+def _parts(point, seed, accept=(), code="c0", images=None):
+    return fp.parts(fp.point_inputs(point), seed, accept, code, images)
+
+
 def test_a_fingerprint_follows_the_data_not_the_layout(tmp_path):
     exp = load_experiment(workspace(tmp_path))
     point = exp.points[0]
-    before = fingerprint(point, 1)
-    assert fingerprint(point, 2) != before
+    before = _parts(point, 1)
+    assert fp.digest(_parts(point, 2)) != fp.digest(before)
     (tmp_path / "scenarios" / "small.yaml").write_text("# another comment\n" + SCENARIO.replace("seed: 3", "seed:   3"))
-    assert fingerprint(point, 1) == before
+    assert _parts(point, 1) == before and fp.stale_reasons(before, _parts(point, 1), {}) == []
     (tmp_path / "topologies" / "rline3.yaml").write_text(TOPOLOGY.replace("s2, s3]]", "s2, s3], [s1, s3]]"))
-    assert fingerprint(point, 1) != before, "the topology's data is part of the run"
+    assert fp.stale_reasons(before, _parts(point, 1), {}) == ["the topology changed"]
+
+
+def test_a_stale_run_says_which_part_changed(tmp_path):
+    """Every part of a run's fingerprint, changed alone, makes it stale with a reason in words;
+    the code's reason names the files that changed."""
+    exp = load_experiment(workspace(tmp_path))
+    point = exp.points[0]
+    before = _parts(point, 1, images={"example/flood:latest": "sha256:aaa"})
+    code_files = {"c0": {"agents/roles/probe.py": "1", "testbed/run.py": "2"},
+                  "c1": {"agents/roles/probe.py": "9", "testbed/run.py": "2", "agents/new.py": "3"}}
+    assert fp.stale_reasons(before, _parts(point, 1, code="c1"), code_files) == [
+        "the code changed (agents/new.py, agents/roles/probe.py)"]
+    assert fp.stale_reasons(before, _parts(point, 1, accept=("delay",)), code_files) == [
+        "accepted unemulated impairments: none before, delay now"]
+    now = _parts(point, 1, images={"example/flood:latest": "sha256:bbb"})
+    now["images"] = {"example/flood:latest": "sha256:bbb"}  # the scenario's nodes would use it
+    before["images"] = {"example/flood:latest": "sha256:aaa"}
+    assert fp.stale_reasons(before, now, code_files) == [
+        "image example/flood:latest is another (sha256:aaa before, sha256:bbb now)"]
+    now["images"] = None  # the engine did not answer: images are not compared
+    assert fp.stale_reasons(before, now, code_files) == []
+    assert fp.stale_reasons(None, now, code_files)[0].startswith("made before the ledger recorded")
+    (tmp_path / "scenarios" / "small.yaml").write_text(SCENARIO.replace("duration: 3s", "duration: 4s"))
+    assert fp.stale_reasons(before, _parts(point, 1), code_files) == ["the scenario changed"]
+
+
+def test_a_mobility_trace_is_part_of_the_fingerprint_and_of_a_remote_runs_inputs(tmp_path):
+    """A radio segment's trace is a file the run reads: its content is in the fingerprint, and a
+    remote run uploads it beside the topology."""
+    from testbed.remote.inputs import scenario_inputs
+    from testbed.scenario import load_scenario
+
+    (tmp_path / "topologies").mkdir()
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "topologies" / "moves.csv").write_text("0,0,0,0\n0,1,10,0\n")
+    (tmp_path / "topologies" / "air.yaml").write_text(
+        "# two radios\nname: air\ndefaults: {runtime: process}\nnodes: {a: {}, b: {}}\n"
+        "radio: {air: {members: [a, b], range: 100, trace: moves.csv}}\n")
+    (tmp_path / "scenarios" / "air.yaml").write_text("# air\nname: air\ntopology: ../topologies/air.yaml\n")
+    (tmp_path / "exp.yaml").write_text("# e\nname: e\nscenarios: {s: scenarios/air.yaml}\nmeasures: {m: a.b}\n")
+    exp = load_experiment(str(tmp_path / "exp.yaml"))
+    before = _parts(exp.points[0], 1)
+    assert list(before["files"]) == ["trace of radio segment air: moves.csv"]
+    (tmp_path / "topologies" / "moves.csv").write_text("0,0,0,0\n0,1,20,0\n")
+    assert fp.stale_reasons(before, _parts(exp.points[0], 1), {}) == ["trace of radio segment air: moves.csv changed"]
+    scenario = load_scenario(str(tmp_path / "scenarios" / "air.yaml"))
+    inputs = scenario_inputs(str(tmp_path / "scenarios" / "air.yaml"), scenario)
+    assert sorted(rel for _, rel in inputs.files) == ["scenarios/air.yaml", "topologies/air.yaml",
+                                                       "topologies/moves.csv"]
+
+
+def test_the_code_digest_ignores_comments_and_docstrings_and_follows_code(tmp_path):
+    from testbed import provenance
+
+    (tmp_path / "pkg").mkdir()
+    source = tmp_path / "pkg" / "m.py"
+    source.write_text('"""Doc."""\n\ndef f(x):\n    """Doc."""\n    return x + 1  # one\n')
+    parts = (("pkg", ()),)
+    first = provenance.digest(parts, root=str(tmp_path), cached=False)
+    source.write_text('"""Another doc."""\n\n\ndef f(x):  # layout\n    return x + 1\n')
+    assert provenance.digest(parts, root=str(tmp_path), cached=False)[0] == first[0]
+    source.write_text('def f(x):\n    return x + 2\n')
+    second = provenance.digest(parts, root=str(tmp_path), cached=False)
+    assert second[0] != first[0] and provenance.changed_files(first[1], second[1]) == ["pkg/m.py"]
+    code, files = provenance.digest(provenance.RUN_CODE, cached=False)
+    assert "agents/wire.py" in files and "testbed/run.py" in files and "images/agent/Dockerfile" in files
+    assert not any(f.startswith(("testbed/experiment/", "spark_analysis/")) for f in files), \
+        "the experiment layer and the analysis do not make runs"
 
 
 BAD = [
@@ -195,120 +268,7 @@ def test_the_plan_lists_every_run_without_running_any(tmp_path, capsys, monkeypa
     assert not (tmp_path / "runs").exists()
 
 
-# -- shapes and statistics -----------------------------------------------------------------------
-
-SHAPES = """\
-scenarios:
-  simple: scenarios/small.yaml
-  bounded: scenarios/small.yaml
-grid:
-  P: {path: workload.defaults.params.rate, values: [1, 2, 3]}
-measures: {m: x.y}
-references:
-  source: a paper
-  values:
-    - {measure: m, point: {scenario: simple, P: 3}, value: [9, 11]}
-    - {measure: m, point: {scenario: bounded, P: 3}, value: 3}
-expect:
-  - {measure: m, order: [bounded, simple]}
-  - {measure: m, trend: increasing, over: P}
-  - {measure: m, trend: increasing, over: P, where: {scenario: simple}}
-  - {measure: m, ratio: [{scenario: simple, P: 3}, {scenario: bounded, P: 3}], range: [2, 4]}
-  - {measure: m, near_reference: 1.5}
-"""
-
-
-def _judge(exp, means):
-    rows = [{"point": pid, "measure": "m", "mean": v} for pid, v in means.items()]
-    return [(s.name, s.judge(Data(exp, rows))) for s in exp.shapes]
-
-
-def test_shapes_judge_each_free_combination_and_say_unknown_without_values(tmp_path):
-    exp = load_experiment(workspace(tmp_path, SHAPES))
-    means = {"simple.P=1": 2, "simple.P=2": 6, "simple.P=3": 10, "bounded.P=1": 1, "bounded.P=2": 2, "bounded.P=3": 3}
-    verdicts = [j["verdict"] for _, j in _judge(exp, means)]
-    assert verdicts == ["valid"] * 5
-    order = _judge(exp, means)[0][1]
-    assert [g["group"] for g in order["groups"]] == ["P=1", "P=2", "P=3"]  # judged at every P
-    means["bounded.P=2"] = 7  # above simple at P=2, and no longer increasing... for bounded only
-    got = dict(_judge(exp, means))
-    assert got["m: bounded < simple"]["verdict"] == "invalid"
-    trend = _judge(exp, means)[1][1]
-    assert trend["verdict"] == "invalid" and [g["verdict"] for g in trend["groups"]] == ["valid", "invalid"]
-    assert [g["verdict"] for g in _judge(exp, means)[2][1]["groups"]] == ["valid"]  # where: simple only
-    means["simple.P=3"] = 17  # 17 / 3 > 4, and 17 > 11 × 1.5
-    got = dict(_judge(exp, means))
-    ratio = next(v for k, v in got.items() if "/" in k)
-    assert ratio["verdict"] == "invalid" and ratio["groups"][0]["ratio"] == pytest.approx(17 / 3)
-    near = got["m within a factor 1.5 of the reference"]
-    assert [g["verdict"] for g in near["groups"]] == ["invalid", "valid"]
-    assert near["groups"][0]["factor"] == pytest.approx(17 / 11)
-    del means["bounded.P=1"]
-    assert _judge(exp, means)[0][1]["verdict"] in ("invalid",)  # invalid somewhere outweighs unknown
-    means = {k: v for k, v in means.items() if k.startswith("simple")}
-    assert _judge(exp, means)[0][1]["verdict"] == "unknown"
-
-
-CURVES = """\
-scenarios:
-  fixed: scenarios/small.yaml
-  all: scenarios/small.yaml
-grid:
-  N: {path: workload.defaults.params.rate, values: [25, 50, 75, 100, 125]}
-measures: {m: x.y}
-expect:
-  - {measure: m, flat: 0.1, over: N, where: {scenario: fixed}}
-  - {measure: m, fit: log, over: N, where: {scenario: fixed}}
-  - {measure: m, fit: linear, over: N, where: {scenario: all}}
-"""
-
-
-def test_flat_and_fit_shapes_tell_a_constant_a_log_and_a_line_apart(tmp_path):
-    exp = load_experiment(workspace(tmp_path, CURVES))
-    import math
-    sizes = [25, 50, 75, 100, 125]
-    means = {f"fixed.N={n}": 10 + 3 * math.log(n) for n in sizes}   # 19.7 .. 24.5: not flat within 10 %
-    means.update({f"all.N={n}": 4 + 0.2 * n for n in sizes})
-    flat, log, line = (j for _, j in _judge(exp, means))
-    assert (flat["verdict"], log["verdict"], line["verdict"]) == ("invalid", "valid", "valid")
-    assert flat["groups"][0]["spread"] == pytest.approx(max(abs(v - sum(means[f"fixed.N={n}"] for n in sizes) / 5)
-                                                         for v in (means[f"fixed.N={n}"] for n in sizes))
-                                                     / (sum(means[f"fixed.N={n}"] for n in sizes) / 5))
-    means.update(dict(zip((f"fixed.N={n}" for n in sizes), [103, 99, 100, 97, 96])))   # within ±5 %, falling
-    flat, log, _ = (j for _, j in _judge(exp, means))
-    assert flat["verdict"] == "valid" and log["verdict"] == "invalid", "no growth: no log curve either"
-    means.update({f"all.N={n}": 10 + 3 * math.log(n) for n in sizes})
-    assert [j["verdict"] for _, j in _judge(exp, means)][2] == "invalid", "a log curve is not a line"
-    means.update({f"all.N={n}": 50 - 0.2 * n for n in sizes})
-    assert [j["verdict"] for _, j in _judge(exp, means)][2] == "invalid", "a falling line does not grow"
-    del means["all.N=50"]
-    assert [j["verdict"] for _, j in _judge(exp, means)][2] == "unknown"
-
-
-@pytest.mark.parametrize("entry, field, message", [
-    ("{measure: m, flat: 0, over: N}", "expect[0].flat", "is not a tolerance"),
-    ("{measure: m, flat: yes, over: N}", "expect[0].flat", "is not a tolerance"),
-    ("{measure: m, fit: cubic, over: N}", "expect[0].fit", "unknown curve 'cubic'"),
-    ("{measure: m, fit: log, over: Q}", "expect[0].over", "no grid parameter 'Q'"),
-    ("{measure: m, fit: log}", "expect[0]", "missing field 'over'"),
-])
-def test_flat_and_fit_refuse_bad_entries(tmp_path, entry, field, message):
-    text = CURVES.split("expect:")[0] + f"expect:\n  - {entry}\n"
-    with pytest.raises(ValidationError) as err:
-        load_experiment(workspace(tmp_path, text))
-    assert err.value.field == field and message in str(err.value), str(err.value)
-
-
-def test_fit_needs_three_positive_values(tmp_path):
-    text = CURVES.replace("[25, 50, 75, 100, 125]", "[0, 50, 75]")
-    with pytest.raises(ValidationError) as err:
-        load_experiment(workspace(tmp_path, text))
-    assert "not all positive numbers" in str(err.value)
-    text = CURVES.replace("[25, 50, 75, 100, 125]", "[25, 50]")
-    with pytest.raises(ValidationError) as err:
-        load_experiment(workspace(tmp_path, text))
-    assert "too few to tell a log from a line" in str(err.value)
-
+# -- statistics (the shapes: tests/test_shapes.py) -----------------------------------------------
 
 def test_the_confidence_interval_is_students_t_over_seeds():
     mean, sd, low, high = ci95([1.0, 2.0, 3.0])
@@ -317,20 +277,36 @@ def test_the_confidence_interval_is_students_t_over_seeds():
     assert ci95([5.0]) == (5.0, None, None, None) and ci95([]) == (None, None, None, None)
 
 
-def test_summary_rows_carry_the_reference_and_leave_out_missing_values(tmp_path):
-    exp = load_experiment(workspace(tmp_path, SHAPES))
-    rows = [{"point": "simple.P=3", "m": 10.0}, {"point": "simple.P=3", "m": 12.0}, {"point": "simple.P=3", "m": None}]
-    summary = {r["point"]: r for r in summarise(exp, rows)}
-    s = summary["simple.P=3"]
-    assert s["n"] == 2 and s["mean"] == 11.0 and s["reference_low"] == 9 and s["reference_high"] == 11
-    assert s["ratio_to_reference"] == pytest.approx(1.1) and s["reference_source"] == "a paper"
-    assert summary["simple.P=1"]["n"] == 0 and summary["simple.P=1"]["mean"] is None
-
-
 def test_a_measure_path_reads_results_and_is_none_when_absent():
     res = {"abc": {"delivery_time": {"mean_ms": 3.5}}, "list": [{"a": 1}]}
     assert lookup(res, ("abc", "delivery_time", "mean_ms")) == 3.5
     assert lookup(res, ("abc", "nothing")) is None and lookup(res, ("list", "0", "a")) == 1
+
+
+def test_a_misspelt_measure_path_is_an_error_naming_the_nearest_keys(tmp_path):
+    from testbed.experiment.measures import UnresolvedMeasures, check, nearest
+
+    text = EXPERIMENT.replace("  ratio: messages.all.delivery_ratio\n", "  ratio: delivery.ratio\n"
+                                                                       "  whole: messages.all\n")
+    exp = load_experiment(workspace(tmp_path, text))
+    results = {"r1": {"messages": {"all": {"sent": 45, "delivery_ratio": 0.98, "delivered": 90}},
+                      "run": {"id": "x", "duration_s": 3.0}},
+               "r2": {"messages": {"all": {"sent": 46, "delivery_ratio": 0.97}}}}
+    with pytest.raises(UnresolvedMeasures) as err:
+        check(exp, results, after="the runs are kept")
+    problems = {p.field: p for p in err.value.problems}
+    assert sorted(problems) == ["measures.ratio.path", "measures.whole.path"]
+    ratio = problems["measures.ratio.path"]
+    assert ratio.file == exp.source and ratio.line == 10
+    assert "delivery.ratio is in none of the 2 analysed runs' results" in str(ratio)
+    assert ratio.allowed.startswith("the nearest paths that exist: messages.all.delivery_ratio"), ratio.allowed
+    assert "is a mapping" in str(problems["measures.whole.path"]) and "messages.all.sent" in str(
+        problems["measures.whole.path"])
+    assert err.value.exit_code == 2 and str(err.value).endswith("the runs are kept")
+    check(exp, {})  # nothing analysed yet: nothing to say
+    assert nearest("abc.delivery_time.mean", ["abc.delivery_time.mean_ms", "abc.gap.mean_ms", "run.id"])[0] == \
+        "abc.delivery_time.mean_ms"
+    assert nearest("zzz", ["abc.delivery_time.mean_ms"]) == []
 
 
 def test_every_shape_kind_is_in_the_schema():
@@ -356,7 +332,8 @@ def _testbed(cwd, *args, **kwargs):
 
 
 @pytest.mark.network
-def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed(tmp_path, no_leftovers):
+def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed(tmp_path, no_leftovers, monkeypatch,
+                                                                                  capsys):
     path = workspace(tmp_path)
     out = tmp_path / "runs" / "experiments" / "small-sweep"
     proc = _testbed(tmp_path, "experiment", path)
@@ -398,13 +375,69 @@ def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed
     assert sent.loc["line.rate=5", "n"] == 2
     assert sent.loc["line.rate=5", "mean"] == pytest.approx((sent_of("line.rate=5-s1") + sent_of("line.rate=5-s2")) / 2)
     assert sent.loc["line.rate=5", "reference"] == 45 and 180 <= sent.loc["line.rate=20", "mean"] <= 183
-    verdicts = {s["kind"]: s["verdict"] for s in json.loads((out / "shapes.json").read_text())}
-    assert verdicts == {"trend": "valid", "ratio": "valid", "near_reference": "valid"}
-    assert "shape valid    sent increasing over rate" in stdout
+    # the verdicts rest on intervals over the two seeds: the fourfold rise is shown (Welch), and
+    # the ratio's and the reference's intervals are those of the stats over these very values
+    shapes = {s["kind"]: s for s in json.loads((out / "shapes.json").read_text())}
+    assert shapes["trend"]["verdict"] == "valid"
+    from testbed.experiment import stats
+
+    five, twenty = ([sent_of(f"line.rate={r}-s{k}") for k in (1, 2)] for r in (5, 20))
+    (ratio_test,) = shapes["ratio"]["groups"][0]["tests"]
+    q, low, high = stats.ratio(twenty, five)
+    assert (ratio_test["estimate"], ratio_test["low"], ratio_test["high"]) == (q, low, high)
+    assert shapes["ratio"]["verdict"] == ("valid" if 3.8 <= low and high <= 4.2 else "not shown")
+    assert shapes["near_reference"]["verdict"] in ("valid", "not shown")
+    assert "shape valid                  sent increasing over rate" in stdout
+    assert "Welch rise over the range of rate" in stdout  # the interval judged, printed
+    verdict_table = pd.read_parquet(out / "shapes.parquet")
+    assert set(verdict_table["kind"]) == {"trend", "ratio", "near_reference"}
+    assert verdict_table.loc[verdict_table["kind"] == "ratio", "low"].iloc[0] == pytest.approx(low)
     assert (out / "plots" / "sent.png").stat().st_size > 1000
     index = (out / "index.html").read_text()
     assert "runs/line.rate=20-s2/report/index.html" in index and "three probes at the rate" in index
+    assert "intervals judged" in index
     assert all((out / "runs" / r / "report" / "results.json").is_file() for r in runs["run"])
+    ledger = json.loads((out / "experiment.json").read_text())
+    from testbed import provenance
+
+    code = provenance.run_code()
+    assert {e["parts"]["code"] for e in ledger["runs"].values()} == {code} and code in ledger["code"]
+    made_by = json.loads((out / "runs" / "line.rate=5-s1" / "manifest.json").read_text())["versions"]["code"]
+    assert made_by == code and "made by other code" not in stderr
+    assert {e["analysed_by"] for e in ledger["runs"].values()} == {provenance.analysis_code()}
+
+    # a misspelt measure: an error after the analysis, naming the nearest key; the runs are kept
+    (tmp_path / "exp.yaml").write_text(EXPERIMENT.replace("ratio: messages.all.delivery_ratio",
+                                                          "ratio: delivery.ratio"))
+    proc = _testbed(tmp_path, "experiment", path, "--no-run")
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 2, stderr
+    assert f"{path}:10: measures.ratio.path: delivery.ratio is in none of the 4 analysed runs' results" in stderr
+    assert "nearest paths that exist: messages.all.delivery_ratio" in stderr
+    proc = _testbed(tmp_path, "experiment", path, "--plan")  # the plan checks against the runs analysed
+    assert proc.wait(timeout=120) == 2 and "delivery.ratio" in proc.stderr.read()
+    (tmp_path / "exp.yaml").write_text(EXPERIMENT)
+
+    # a change of the agents' code makes every run stale, and the plan names the file
+    from testbed.cli.experiment import show_plan
+    from testbed.experiment.runner import Runner
+
+    real = provenance.digest
+
+    def touched(parts=provenance.RUN_CODE, root=provenance.ROOT, cached=True):
+        digest, files = real(parts, root, cached)
+        if parts == provenance.RUN_CODE:
+            files = dict(files, **{"agents/roles/probe.py": "another"})
+            digest = "touched-" + digest[:8]
+        return digest, files
+
+    monkeypatch.setattr(provenance, "digest", touched)
+    runner = Runner(load_experiment(path), str(out), progress=False)
+    assert show_plan(runner) == 0
+    monkeypatch.undo()
+    assert "stale: the code changed (agents/roles/probe.py)" in capsys.readouterr().out
+    assert {p.status for p in runner.planned} == {"pending"}
+    assert runner.planned[0].stale == ["the code changed (agents/roles/probe.py)"]
 
     # a third rate: only its two runs are made; the four others are kept
     (tmp_path / "exp.yaml").write_text(EXPERIMENT.replace("values: [5, 20]", "values: [5, 20, 10]")
@@ -414,7 +447,10 @@ def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed
 
     outcome = tb.experiment(path, out=str(out))  # the Python API, as the command
     assert sorted(outcome["runs"].values()) == ["complete"] * 4 + ["completed"] * 2
-    assert {s["verdict"] for s in outcome["shapes"]} == {"valid"}
+    assert outcome["shapes"][0]["verdict"] == "valid"  # 5 < 10 < 20: rising at every step, and overall
+    assert [t["what"] for t in outcome["shapes"][0]["groups"][0]["tests"]][:2] == [
+        "Theil–Sen rise over the range of rate", "rise from rate=5 to 10"]
+    assert outcome["shapes"][-1]["verdict"] != "invalid"  # the delivery ratio does not fall
     means = [r["mean"] for r in outcome["summary"] if r["measure"] == "sent"]
     assert [round(m / 45) for m in means] == [1, 4, 2], means
     ledger = json.loads((out / "experiment.json").read_text())
@@ -442,8 +478,48 @@ def test_runs_spread_over_a_remote_host_come_back_for_the_analysis(tmp_path, ssh
     assert ledger["runs"]["line.rate=5-s1"]["host"] == sshd.target
     manifest = json.loads((out / "runs" / "line.rate=5-s1" / "manifest.json").read_text())
     assert manifest["scenario"]["source"].startswith(str(tmp_path / "remote"))  # it ran there
-    assert "shape valid    sent within a factor 1.1 of the reference" in stdout
+    assert "shape not shown (1 seed)     sent within a factor 1.1 of the reference" in stdout
     assert os.listdir(tmp_path / "remote") == [], "the remote work directory is removed once downloaded"
+
+
+@pytest.mark.network
+def test_a_host_that_fails_leaves_the_pool_and_its_runs_complete_elsewhere(tmp_path, sshd, no_leftovers):  # noqa: F811
+    """Three hosts: a healthy sshd, a second sshd whose testbed command is broken, and a port where
+    nothing listens. The unreachable host leaves the pool at its first run, the broken one after
+    two failures in a row (--bench-after 2); their runs go to the healthy host, which makes all
+    three, and the summary and the ledger name the hosts that left."""
+    from .test_remote import Sshd, _free_port
+
+    (tmp_path / "broken-sshd").mkdir()
+    broken = Sshd(tmp_path / "broken-sshd")
+    try:
+        known = tmp_path / "known_hosts"
+        known.write_text(sshd.host_key_line + "\n" + broken.host_key_line + "\n")
+        nowhere = f"root@127.0.0.1:{_free_port()}"
+        common = f"key: {sshd.dir / 'user_key'}, known_hosts: {known}, remote_dir: {tmp_path / 'remote'}"
+        hosts = (f"hosts:\n  - {{target: '{sshd.target}', {common}, remote_testbed: {REMOTE_TESTBED}}}\n"
+                 f"  - {{target: '{broken.target}', key: {broken.dir / 'user_key'}, known_hosts: {known}, "
+                 f"remote_dir: {tmp_path / 'remote-b'}, remote_testbed: /bin/false}}\n"
+                 f"  - {{target: '{nowhere}', {common}}}\n")
+        text = EXPERIMENT.replace("seeds: 2", "seeds: 1").replace("values: [5, 20]", "values: [5, 10, 20]") \
+            .split("references:")[0] + hosts
+        path = workspace(tmp_path, text)
+        proc = _testbed(tmp_path, "experiment", path, "--bench-after", "2")
+        stdout, stderr = proc.communicate(timeout=900)
+    finally:
+        broken.stop()
+    assert proc.returncode == 0, stderr
+    out = tmp_path / "runs" / "experiments" / "small-sweep"
+    ledger = json.loads((out / "experiment.json").read_text())
+    assert {name: e["status"] for name, e in ledger["runs"].items()} == {
+        f"line.rate={r}-s1": "completed" for r in (5, 10, 20)}
+    assert {e["host"] for e in ledger["runs"].values()} == {sshd.target}
+    benched = ledger["hosts_benched"]
+    assert sorted(benched) == sorted([broken.target, nowhere])
+    assert benched[nowhere].startswith("cannot be reached") and "2 runs failed in a row" in benched[broken.target]
+    assert f"host {nowhere} leaves the pool: cannot be reached" in stderr
+    assert f"host {broken.target} left the pool: 2 runs failed in a row" in stdout
+    assert "3 of 3 runs analysed" in stdout
 
 
 @pytest.mark.network
@@ -478,7 +554,8 @@ def test_benchmark_sets_pass_their_extra_arguments_and_keep_the_other_sets_resul
     commands = []
     monkeypatch.setattr(experiment_sets, "HERE", str(tmp_path))
     monkeypatch.setattr(experiment_sets.subprocess, "run", lambda command, **kw: commands.append(command))
-    monkeypatch.setattr(experiment_sets, "gather", lambda out: {"directory": out, "shapes": []})
+    monkeypatch.setattr(experiment_sets, "gather",
+                        lambda out, file=None: {"directory": out, "shapes": [], "file": file})
     (tmp_path / "results").mkdir()
     (tmp_path / "results" / "r.json").write_text(json.dumps({"experiments": {"old": {"shapes": []}}}))
     files = {"plain": "experiments/x.yaml", "over": ("experiments/x.yaml", ["--set", "topology=t.yaml"])}
@@ -489,3 +566,63 @@ def test_benchmark_sets_pass_their_extra_arguments_and_keep_the_other_sets_resul
     assert command[command.index("--out") + 1].endswith(os.path.join("runs", "experiments", "p-over"))
     kept = json.loads((tmp_path / "results" / "r.json").read_text())["experiments"]
     assert sorted(kept) == ["old", "over"]
+
+
+def test_stored_runs_are_judged_again_with_the_current_shapes(tmp_path):
+    """experiment_sets.rejudge: a results file's runs give the summary and the verdicts that
+    `testbed experiment` gives on the same values (the seeds' spread included)."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import experiment_sets
+    finally:
+        sys.path.pop(0)
+    path = workspace(tmp_path)
+    runs = [{"run": f"line.rate={r}-s{k}", "point": f"line.rate={r}", "seed": k, "sent": v, "ratio": 1.0}
+            for r, k, v in ((5, 1, 45.0), (5, 2, 47.0), (20, 1, 180.0), (20, 2, 183.0))]
+    entry = experiment_sets.rejudge({"directory": "x", "runs": runs, "points": {}, "shapes": []}, path)
+    assert entry["file"] == path and entry["points"]["line.rate=5"]["sent"]["n"] == 2
+    assert entry["points"]["line.rate=5"]["sent"]["mean"] == 46.0
+    verdicts = {s["name"]: s["verdict"] for s in entry["shapes"]}
+    assert verdicts["sent increasing over rate"] == "valid"
+    assert verdicts["sent within a factor 1.1 of the reference"] == "not shown"  # 46 ± 12.7 crosses 49.5
+    json.dumps(entry, allow_nan=False)  # strict JSON
+
+
+def test_grid_quantities_get_a_column_in_base_units_beside_their_text(tmp_path):
+    from testbed.experiment.results import grid_cells, grid_columns
+
+    text = EXPERIMENT.replace("grid:\n", "grid:\n  length: {path: duration, values: [3s, 1500ms]}\n"
+                                         "  loss: {path: description, values: ['1%', '10%']}\n")
+    exp = load_experiment(workspace(tmp_path, text))
+    assert grid_columns(exp) == ["length", "length_s", "loss", "loss_fraction", "rate"]
+    cells = grid_cells(exp, exp.points[-1])
+    assert cells == {"length": "1500ms", "length_s": 1.5, "loss": "10%", "loss_fraction": 0.1, "rate": 20}
+
+
+def test_a_run_made_before_an_agent_file_changed_is_stale_and_named_in_the_plan(tmp_path, capsys, monkeypatch):
+    """The plan of an experiment whose ledger says a run was made by code in which
+    agents/roles/probe.py differed: that run is stale (the reason names the file) and is made
+    again; the runs made by this code are complete. (The real sweep above checks the same after
+    real runs.)"""
+    from testbed.cli.experiment import show_plan
+    from testbed.experiment.runner import Runner, run_name
+
+    monkeypatch.chdir(tmp_path)
+    exp = load_experiment(workspace(tmp_path))
+    runner = Runner(exp, str(tmp_path / "out"), progress=False)
+    runner.plan()
+    old_files = dict(runner.code_files, **{"agents/roles/probe.py": "0" * 16})
+    runs = {}
+    for i, p in enumerate(runner.planned):
+        parts = dict(p.parts, code="older-code" if i == 0 else runner.code)
+        runs[p.name] = {"status": "completed", "parts": parts, "point": p.point.id, "seed": p.seed}
+        os.makedirs(runner.run_dir(p.name))
+        with open(os.path.join(runner.run_dir(p.name), "manifest.json"), "w") as fh:
+            json.dump({"status": "completed"}, fh)
+    ledger = {"experiment": exp.name, "runs": runs, "code": {"older-code": old_files, runner.code: runner.code_files}}
+    (tmp_path / "out" / "experiment.json").write_text(json.dumps(ledger))
+    assert show_plan(Runner(exp, str(tmp_path / "out"), progress=False)) == 0
+    out = capsys.readouterr().out
+    first = run_name(exp.points[0], exp.seeds[0])
+    assert f"{first}" in out and "stale: the code changed (agents/roles/probe.py)" in out, out
+    assert out.count("complete ") == 3 and "1 stale run: the experiment makes it again" in out

@@ -25,6 +25,9 @@ def register(sub) -> None:
     g.add_argument("--known-hosts", metavar="FILE", help="known-hosts file")
     g.add_argument("--remote-dir", metavar="DIR", help="where runs are kept there")
     g.add_argument("--remote-testbed", metavar="PATH", help="the testbed command there")
+    g.add_argument("--bench-after", type=int, default=None, metavar="K",
+                   help="a host whose runs fail K times in a row leaves the pool, its runs going to the others "
+                        "(default 3; a host that cannot be reached leaves at once)")
     add_accept_unemulated(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--plan", action="store_true", help="show the runs and which are complete; run nothing")
@@ -72,7 +75,10 @@ def run(args) -> int:
     out = args.out or os.path.join("runs", "experiments", exp.name)
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"--out {out}: exists and is not a directory")
-    runner = Runner(exp, out, progress=not args.quiet, accept_unemulated=accepted)
+    if args.bench_after is not None and args.bench_after < 1:
+        raise UsageError(f"--bench-after: {args.bench_after} is not allowed (a whole number, at least 1)")
+    runner = Runner(exp, out, progress=not args.quiet, accept_unemulated=accepted,
+                    **({"bench_after": args.bench_after} if args.bench_after else {}))
     if args.plan:
         return show_plan(runner)
     counts = {}
@@ -84,6 +90,7 @@ def run(args) -> int:
         runner.plan()
     if args.no_analyze:
         print(f"experiment {exp.name}: runs {_counts(runner)} in {os.path.relpath(runner.out)}/")
+        _print_benched(runner)
         return 1 if counts.get("failed") else 0
     from ..experiment.results import write
 
@@ -105,14 +112,37 @@ def show_plan(runner) -> int:
     exp = runner.exp
     print(f"experiment {exp.name}: {len(exp.points)} points × {len(exp.seeds)} seed{'s' if len(exp.seeds) > 1 else ''} = {len(planned)} runs "
           f"in {os.path.relpath(runner.out)}/ on {', '.join(h.target for h in exp.hosts)}")
+    width = max([len(p.name) for p in planned] + [10])
     for p in planned:
-        state = "complete" if p.status == "complete" else "to run"
-        print(f"  {p.name:<40} {state:<9} {' '.join(p.point.overrides)}")
+        state = "complete" if p.status == "complete" else "stale" if p.stale else "to run"
+        print(f"  {p.name:<{width}} {state:<9} {' '.join(p.point.overrides)}")
+        for reason in p.stale:
+            print(f"  {'':<{width}}   stale: {reason}")
+    stale = sum(1 for p in planned if p.stale)
+    if stale:
+        print(f"  {stale} stale run{'s' if stale > 1 else ''}: the experiment makes {'them' if stale > 1 else 'it'} "
+              f"again")
+    # the measures' paths against the runs analysed already (an error, as after an analysis)
+    from ..experiment import measures
+    from ..experiment.results import read_results
+
+    measures.check(exp, read_results(runner), after="(checked against the runs analysed so far)")
     return 0
 
 
+def _print_benched(runner) -> None:
+    for host, why in runner.benched.items():
+        print(f"  host {host} left the pool: {why}")
+
+
 def print_summary(exp, runner, res) -> None:
+    from ..experiment.shapes.common import shown
+
     print(f"experiment {exp.name}: {res['runs']} of {res['planned']} runs analysed ({_counts(runner)})")
+    stale = [p for p in runner.planned if p.stale and p.status == "pending"]
+    if stale:
+        print(f"  {len(stale)} stale run{'s' if len(stale) > 1 else ''} left out ({stale[0].stale[0]}); "
+              f"run without --no-run to make {'them' if len(stale) > 1 else 'it'} again")
     width = max([len(p.id) for p in exp.points] + [10])
     for m in exp.measures:
         print(f"  {m.label}:")
@@ -128,5 +158,24 @@ def print_summary(exp, runner, res) -> None:
             mean = f"{row['mean']:.4g}" if row["mean"] is not None else "–"
             print(f"    {row['point']:<{width}} {mean}{ci} (n={row['n']}){ref}")
     for s in res["shapes"]:
-        print(f"  shape {s['verdict']:<8} {s['name']}")
+        print(f"  shape {shown(s):<22} {s['name']}")
+        for line in _intervals(s):
+            print(f"        {line}")
+    _print_benched(runner)
     print(f"  report: {os.path.relpath(res['index'])}", file=sys.stdout)
+
+
+def _intervals(shape, most: int = 3):
+    """A shape's judged intervals, a line per combination of free parameters: those that are not
+    valid first, at most `most` of them."""
+    from ..experiment.shapes.common import judged_groups
+
+    groups, rest = judged_groups(shape, most)
+    out = []
+    for group, verdict, reason, tests in groups:
+        why = f" ({reason})" if reason and verdict != "valid" else ""
+        if tests or why:
+            out.append(f"{f'[{group}] ' if group else ''}{verdict}" + (f": {tests}" if tests else "") + why)
+    if rest:
+        out.append(f"... {len(rest)} more in shapes.csv")
+    return out

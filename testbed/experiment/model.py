@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..units import quantities
+
 LOCAL = "local"
 
 
@@ -28,6 +30,27 @@ class Param:
     @property
     def short(self) -> str:
         return self.name.rsplit(".", 1)[-1]
+
+    def quantity(self):
+        """(kind, base unit, the values in that unit) when the values are numbers or quantities of
+        one kind (units.quantities: `50s`, `10%`, `1mbit`), else None."""
+        return quantities(self.values)
+
+    def ordered(self) -> List[Any]:
+        """The values in order: by value for numbers and quantities (`50s` before `100s`), else as
+        the file lists them."""
+        q = self.quantity()
+        if q is None:
+            return list(self.values)
+        return [v for _, v in sorted(zip(q[2], self.values), key=lambda pair: pair[0])]
+
+    def positions(self, ordered: List[Any]) -> List[float]:
+        """Where the values lie on an axis: in base units for quantities, else their ranks."""
+        q = self.quantity()
+        if q is None:
+            return [float(i) for i in range(len(ordered))]
+        by_value = dict(zip([value_text(v) for v in self.values], q[2]))
+        return [by_value[value_text(v)] for v in ordered]
 
 
 @dataclass(frozen=True)
@@ -52,6 +75,7 @@ class Measure:
     path: Tuple[str, ...]
     label: str
     over_time: Optional[Tuple[str, ...]] = None
+    line: Optional[int] = None     # where the file gives its path, for errors
 
 
 @dataclass(frozen=True)
@@ -95,6 +119,7 @@ class Experiment:
     shapes: List[Any]
     hosts: List[Host]
     points: List[Point] = field(default_factory=list)
+    judge: str = "intervals"       # how the shapes are judged unless one says otherwise: intervals or means
 
     def runs(self) -> List[Tuple[Point, int]]:
         """Every point × seed, seed-major: the first seed of every point, then the second, ... so

@@ -1,11 +1,13 @@
 """An experiment's plots and index.html.
 
 One plot per measure against the swept parameter: with a grid, the first grid parameter on the
-x axis (a numeric one as numbers, else as categories) and one series per scenario and value of
-the other parameters; without a grid, one bar per scenario. Error bars are the 95% confidence
-interval over seeds; reference values are drawn as red crosses (a range as a red bar) at their
-point. A measure with `over_time` gets a second plot: each point's mean curve over seeds, as the
-papers' figures plot cumulative means over simulated time.
+x axis (numbers and quantities such as `50s` at their value, names as categories) and one series
+per scenario and value of the other parameters; without a grid, one bar per scenario. Error bars
+are the 95% confidence interval over seeds, drawn only where there is one (a point of one seed
+has none); reference values are drawn as red crosses (a range as a red bar) at their point. A
+measure with `over_time` gets a second plot: each point's mean curve over seeds, as the papers'
+figures plot cumulative means over simulated time. The verdicts' table shows each verdict with
+the intervals it rests on.
 """
 
 from __future__ import annotations
@@ -16,11 +18,17 @@ from typing import Any, Dict, List
 
 from spark_analysis.html import fmt, table
 
+from .shapes.common import fmt_interval, shown
 from .spec import Experiment
 
 
-def _num(values) -> bool:
-    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+def _errors(rows) -> List[List[float]]:
+    """The error bars' lengths below and above each mean; NaN (no bar) where there is no interval."""
+    nan = float("nan")
+    return [[(r["mean"] - r["ci95_low"]) if r["ci95_low"] is not None and r["mean"] is not None else nan
+             for r in rows],
+            [(r["ci95_high"] - r["mean"]) if r["ci95_high"] is not None and r["mean"] is not None else nan
+             for r in rows]]
 
 
 def plots(exp: Experiment, summary: List[Dict[str, Any]], curves: Dict[str, Any], out_dir: str) -> Dict[str, List[str]]:
@@ -36,31 +44,30 @@ def plots(exp: Experiment, summary: List[Dict[str, Any]], curves: Dict[str, Any]
         fig, ax = plt.subplots(figsize=(7, 4.2))
         if exp.grid:
             x = exp.grid[0]
-            numeric = _num(x.values)
-            xs = list(x.values)
+            quantity = x.quantity()
+            xs = x.ordered()
+            where = dict(zip(xs, x.positions(xs))) if quantity is not None else {v: i for i, v in enumerate(xs)}
             series: Dict[str, List] = {}
             for p in exp.points:
                 key = p.scenario.label + "".join(f", {n}={v}" for n, v in p.values[1:])
                 series.setdefault(key, []).append(p)
             for label, pts in series.items():
+                pts = sorted(pts, key=lambda p: where[p.get(x.short)])
                 rows = [by[(p.id, m.name)] for p in pts]
-                pos = [p.get(x.short) if numeric else xs.index(p.get(x.short)) for p in pts]
+                pos = [where[p.get(x.short)] for p in pts]
                 means = [r["mean"] if r["mean"] is not None else float("nan") for r in rows]
-                err = [[(r["mean"] - r["ci95_low"]) if r["ci95_low"] is not None else 0 for r in rows],
-                       [(r["ci95_high"] - r["mean"]) if r["ci95_high"] is not None else 0 for r in rows]]
-                ax.errorbar(pos, means, yerr=err, marker="o", capsize=3, label=label)
+                ax.errorbar(pos, means, yerr=_errors(rows), marker="o", capsize=3, label=label)
                 _references(ax, pos, rows)
-            ax.set_xlabel(x.name)
-            if not numeric:
-                ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+            unit = f" ({quantity[1]})" if quantity is not None and quantity[1] and quantity[0] != "number" else ""
+            ax.set_xlabel(x.name + unit)
+            if quantity is None or quantity[0] != "number":
+                ax.set_xticks([where[v] for v in xs], [str(v) for v in xs])
             ax.legend(fontsize=8)
         else:
             rows = [by[(p.id, m.name)] for p in exp.points]
             pos = list(range(len(rows)))
             means = [r["mean"] if r["mean"] is not None else 0 for r in rows]
-            err = [[(r["mean"] - r["ci95_low"]) if r["ci95_low"] is not None else 0 for r in rows],
-                   [(r["ci95_high"] - r["mean"]) if r["ci95_high"] is not None else 0 for r in rows]]
-            ax.bar(pos, means, yerr=err, capsize=4, color="#7aa6d6", label="ours (mean, 95% CI)")
+            ax.bar(pos, means, yerr=_errors(rows), capsize=4, color="#7aa6d6", label="ours (mean, 95% CI)")
             _references(ax, pos, rows)
             ax.set_xticks(pos, [p.id for p in exp.points], rotation=20 if len(pos) > 4 else 0)
             ax.legend(fontsize=8)
@@ -109,7 +116,7 @@ def write(exp: Experiment, runner, rows, summary, shapes, curves) -> str:
     parts = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(exp.name)}</title>",
              "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse;"
              "margin:1em 0}td,th{border:1px solid #ccc;padding:3px 7px;font-size:90%}.valid{color:#080}"
-             ".invalid{color:#b00}.unknown{color:#888}img{max-width:100%}</style>",
+             ".invalid{color:#b00}.unknown{color:#888}.not-shown{color:#a60}img{max-width:100%}</style>",
              f"<h1>Experiment {html.escape(exp.name)}</h1>"]
     if exp.description:
         parts.append(f"<p>{html.escape(exp.description)}</p>")
@@ -120,16 +127,23 @@ def write(exp: Experiment, runner, rows, summary, shapes, curves) -> str:
                  f"{len(rows)} analysed. Runs by status: "
                  + ", ".join(f"{k} {v}" for k, v in sorted(states.items())) + ".</p>")
     if shapes:
-        parts.append("<h2>Expected shapes</h2>")
+        parts.append("<h2>Expected shapes</h2><p>Each verdict rests on 95% intervals over the seeds (the kind's "
+                     "test: docs/EXPERIMENTS.md); <em>not shown</em> means the intervals cannot tell.</p>")
         srows = []
         for s in shapes:
-            detail = "; ".join((f"[{g['group']}] " if g.get("group") and s["kind"] != "near_reference" else
-                                (f"{g['group']}: " if g.get("group") else "")) + g.get("detail", "")
-                               for g in s.get("groups", []))
-            srows.append(f"<tr><td>{html.escape(s['name'])}</td><td class='{s['verdict']}'>{s['verdict']}</td>"
-                         f"<td>{html.escape(detail)}</td><td>{html.escape(s.get('note') or '')}</td></tr>")
-        parts.append("<table><thead><tr><th>shape</th><th>verdict</th><th>values (means over seeds)</th>"
-                     "<th>note</th></tr></thead><tbody>" + "".join(srows) + "</tbody></table>")
+            judged = []
+            for g in s.get("groups", []):
+                head = f"[{g['group']}] " if g.get("group") else ""
+                tests = "; ".join(f"{t['what']} {fmt_interval(t['estimate'], t['low'], t['high'])} "
+                                  f"(expected {t['expect']})" for t in g.get("tests") or [])
+                why = f" – {g['verdict']}" + (f": {g['reason']}" if g.get("reason") else "")
+                judged.append(head + (tests or g.get("detail", "")) + why)
+            srows.append(f"<tr><td>{html.escape(s['name'])}</td><td class='{s['verdict'].replace(' ', '-')}'>"
+                         f"{html.escape(shown(s))}</td><td>{'<br>'.join(html.escape(j) for j in judged)}</td>"
+                         f"<td>{html.escape(s.get('note') or '')}</td></tr>")
+        parts.append("<table><thead><tr><th>shape</th><th>verdict</th><th>intervals judged, per combination of "
+                     "the free parameters</th><th>note</th></tr></thead><tbody>" + "".join(srows) +
+                     "</tbody></table>")
     for m in exp.measures:
         parts.append(f"<h2>{html.escape(m.label)}</h2><p><code>{html.escape('.'.join(m.path))}</code></p>")
         for img in made.get(m.name, []):
@@ -157,8 +171,13 @@ def write(exp: Experiment, runner, rows, summary, shapes, curves) -> str:
     parts.append("<table><thead><tr><th>run</th><th>seed</th><th>host</th><th>wall s</th>"
                  + "".join(f"<th>{html.escape(m.name)}</th>" for m in exp.measures)
                  + "</tr></thead><tbody>" + "".join(run_rows) + "</tbody></table>")
+    benched = getattr(runner, "benched", {})
+    if benched:
+        parts.append("<p>Hosts that left the pool: " + "; ".join(
+            f"{html.escape(h)} ({html.escape(why)})" for h, why in benched.items()) + ".</p>")
     parts.append("<p>Tables: runs.csv / runs.parquet (every run), summary.csv / summary.parquet (per point), "
-                 "shapes.json, over_time.json; the plan and the ledger of runs: experiment.json.</p>")
+                 "shapes.csv / shapes.parquet (every interval a verdict rests on), shapes.json, over_time.json; "
+                 "the plan and the ledger of runs: experiment.json.</p>")
     path = os.path.join(runner.out, "index.html")
     with open(path, "w") as fh:
         fh.write("\n".join(parts))

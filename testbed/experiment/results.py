@@ -1,20 +1,29 @@
 """An experiment's results: every complete run analysed (one Spark job for those not analysed
-yet), each run's measures in one tidy table, a summary per point with the mean and a 95%
-confidence interval over seeds next to the reference values, the expected shapes' verdicts, the
-plots and an index.html (report.py).
+yet, or analysed by other analysis code), each run's measures in one tidy table, a summary per
+point with the mean and a 95% confidence interval over seeds next to the reference values, the
+expected shapes' verdicts with the intervals they rest on, the plots and an index.html
+(report.py). docs/EXPERIMENTS.md describes the files for their readers.
 
 Files written in the experiment directory:
 
     runs.parquet, runs.csv        one row per complete run: run, point, scenario, one column per
-                                  grid parameter, seed, host, wall_s, run_id, one column per measure
-    summary.parquet, summary.csv  one row per point and measure: n, mean, sd, ci95_low, ci95_high
-                                  (Student's t over seeds), reference (low, high, source), ratio
+                                  grid parameter (and for quantities such as `50s` its number in
+                                  base units beside it: duration_s), seed, host, wall_s, run_id,
+                                  one column per measure
+    summary.parquet, summary.csv  one row per point and measure: the grid columns, n, mean, sd,
+                                  ci95_low, ci95_high (Student's t over seeds), reference (low,
+                                  high, source), ratio
+    shapes.parquet, shapes.csv    one row per interval a verdict rests on: shape, kind, measure,
+                                  the shape's verdict, group, the group's verdict and reason, the
+                                  test, its estimate, low, high and what was expected
     over_time.json                for measures with `over_time`: per point the mean curve over seeds
-    shapes.json                   each expected shape: its verdict, and per group the values judged
+    shapes.json                   each expected shape: its verdict and reason, and per group the
+                                  values and the intervals judged
     plots/<measure>.png, index.html
 
 A measure a run's results do not have (or that is not a number) is empty in its row and left out
-of the mean; the summary's n says how many seeds gave it.
+of the mean; the summary's n says how many seeds gave it. A measure that no analysed run has is
+an error (measures.py), naming the nearest paths that exist.
 """
 
 from __future__ import annotations
@@ -26,31 +35,15 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
+from . import measures
+from .measures import lookup, number
 from .spec import Experiment, Measure, Point, matches
+
+__all__ = ["Data", "ci95", "lookup", "number", "summarise", "tidy", "judge", "write"]
 from .runner import Runner
 
 SUMMARY_COLUMNS = ("point", "scenario", "measure", "n", "mean", "sd", "ci95_low", "ci95_high", "reference",
                    "reference_low", "reference_high", "reference_source", "ratio_to_reference")
-
-
-def lookup(results: Dict[str, Any], path: Tuple[str, ...]) -> Any:
-    value: Any = results
-    for key in path:
-        if isinstance(value, dict) and key in value:
-            value = value[key]
-        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
-            value = value[int(key)]
-        else:
-            return None
-    return value
-
-
-def number(value: Any) -> Optional[float]:
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)) and math.isfinite(value):
-        return float(value)
-    return None
 
 
 def ci95(values: List[float]) -> Tuple[Optional[float], Optional[float], Optional[float], Optional[float]]:
@@ -70,14 +63,30 @@ def ci95(values: List[float]) -> Tuple[Optional[float], Optional[float], Optiona
 
 
 class Data:
-    """What the shapes judge: the mean of each point's measure."""
+    """What the shapes judge: each point's measures, one value per seed (the tidy rows: a `point`
+    and a column per measure; a value that is None is left out)."""
 
-    def __init__(self, exp: Experiment, summary: List[Dict[str, Any]]) -> None:
+    def __init__(self, exp: Experiment, rows: List[Dict[str, Any]]) -> None:
         self.exp = exp
-        self._mean = {(row["point"], row["measure"]): row["mean"] for row in summary}
+        self._values: Dict[Tuple[str, str], List[float]] = {}
+        names = [m.name for m in exp.measures]
+        for row in rows:
+            for name in names:
+                v = row.get(name)
+                if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                    self._values.setdefault((row["point"], name), []).append(float(v))
+
+    @classmethod
+    def of(cls, exp: Experiment, measure: str, values: Dict[str, List[float]]) -> "Data":
+        """Data holding one measure's seeds' values per point id."""
+        return cls(exp, [{"point": pid, measure: v} for pid, vs in values.items() for v in vs])
+
+    def values(self, point_id: str, measure: str) -> List[float]:
+        return list(self._values.get((point_id, measure), []))
 
     def mean(self, point_id: str, measure: str) -> Optional[float]:
-        return self._mean.get((point_id, measure))
+        v = self._values.get((point_id, measure))
+        return sum(v) / len(v) if v else None
 
     @staticmethod
     def fmt(v: Optional[float]) -> str:
@@ -86,22 +95,46 @@ class Data:
 
 def analyse_runs(runner: Runner, master: Optional[str] = None, reanalyze: bool = False,
                  progress: bool = True) -> Dict[str, Dict[str, Any]]:
-    """{run name: results.json} of every complete run; the runs without results (or all, with
-    `reanalyze`) are analysed first, together, in one Spark job."""
+    """{run name: results.json} of every complete run; the runs without results, those analysed
+    by other analysis code (the ledger records the digest of spark_analysis/ that analysed each
+    run) or all, with `reanalyze`, are analysed first, together, in one Spark job."""
+    from .. import provenance
+
     planned = runner.plan()
     complete = [p for p in planned if p.status == "complete"]
-    todo = [p for p in complete if reanalyze or not os.path.isfile(_results_file(runner.run_dir(p.name)))]
+    code = provenance.analysis_code()
+    missing = [p for p in complete if not os.path.isfile(_results_file(runner.run_dir(p.name)))]
+    older = [p for p in complete if p not in missing and p.entry.get("analysed_by") != code]
+    todo = complete if reanalyze else missing + older
     if todo:
         from spark_analysis.job import analyze
 
         if progress:
             import sys
-            print(f"analysing {len(todo)} run{'s' if len(todo) > 1 else ''} in one Spark job", file=sys.stderr)
+            why = f" ({len(older)} analysed by other analysis code)" if older and not reanalyze else ""
+            print(f"analysing {len(todo)} run{'s' if len(todo) > 1 else ''} in one Spark job{why}", file=sys.stderr)
         analyze([runner.run_dir(p.name) for p in todo], master=master, progress=progress)
+        for p in todo:
+            p.entry["analysed_by"] = code
+        runner.save_ledger()
     out = {}
     for p in complete:
         with open(_results_file(runner.run_dir(p.name))) as fh:
             out[p.name] = json.load(fh)
+    return out
+
+
+def read_results(runner: Runner) -> Dict[str, Dict[str, Any]]:
+    """{run name: results.json} of the complete runs analysed so far (nothing is analysed here)."""
+    out = {}
+    for p in runner.planned or runner.plan():
+        path = _results_file(runner.run_dir(p.name))
+        if p.status == "complete" and os.path.isfile(path):
+            try:
+                with open(path) as fh:
+                    out[p.name] = json.load(fh)
+            except (OSError, ValueError):
+                continue
     return out
 
 
@@ -117,7 +150,7 @@ def tidy(runner: Runner, results: Dict[str, Dict[str, Any]]) -> List[Dict[str, A
             continue
         res = results[p.name]
         row: Dict[str, Any] = {"run": p.name, "point": p.point.id, "scenario": p.point.scenario.label}
-        row.update({name: _cell(v) for name, v in p.point.values})
+        row.update(grid_cells(exp, p.point))
         row.update({"seed": p.seed, "host": p.host, "wall_s": p.wall_s,
                     "run_id": (res.get("run") or {}).get("id")})
         for m in exp.measures:
@@ -130,6 +163,53 @@ def _cell(v: Any) -> Any:
     return v if isinstance(v, (int, float, str, bool)) or v is None else json.dumps(v)
 
 
+#: the column a grid parameter's quantity gets beside its text, by kind: PARAM_<suffix>
+UNIT_SUFFIX = {"duration": "s", "rate": "bit_per_s", "size": "bytes", "probability": "fraction", "distance": "m"}
+
+
+def grid_columns(exp: Experiment) -> List[str]:
+    """The grid's columns: each parameter's value as the file gives it, and for a parameter of
+    quantities (`50s`, `1mbit`, `10%`) its number in base units beside it (`duration_s`)."""
+    out = []
+    for p in exp.grid:
+        out.append(p.short)
+        q = p.quantity()
+        if q is not None and q[0] in UNIT_SUFFIX:
+            out.append(f"{p.short}_{UNIT_SUFFIX[q[0]]}")
+    return out
+
+
+def grid_cells(exp: Experiment, point: Point) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for p in exp.grid:
+        value = point.get(p.short)
+        out[p.short] = _cell(value)
+        q = p.quantity()
+        if q is not None and q[0] in UNIT_SUFFIX:
+            out[f"{p.short}_{UNIT_SUFFIX[q[0]]}"] = q[2][p.values.index(value)]
+    return out
+
+
+#: the columns of shapes.parquet / shapes.csv: one row per interval a verdict rests on
+SHAPE_COLUMNS = ("shape", "kind", "measure", "shape_verdict", "judge", "group", "verdict", "reason", "test",
+                 "estimate", "low", "high", "expect")
+
+
+def shape_rows(shapes: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The verdicts as a table: per shape, per group (combination of free parameters), per interval
+    judged (a group judged without intervals, or not judged, has one row without them)."""
+    rows = []
+    for s in shapes:
+        for g in s.get("groups") or [{}]:
+            base = {"shape": s["name"], "kind": s["kind"], "measure": s["measure"], "shape_verdict": s["verdict"],
+                    "judge": s.get("judge"), "group": g.get("group"), "verdict": g.get("verdict"),
+                    "reason": g.get("reason")}
+            for t in g.get("tests") or [{}]:
+                rows.append({**base, "test": t.get("what"), "estimate": t.get("estimate"), "low": t.get("low"),
+                             "high": t.get("high"), "expect": t.get("expect")})
+    return rows
+
+
 def summarise(exp: Experiment, rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     out = []
     for point in exp.points:
@@ -138,8 +218,7 @@ def summarise(exp: Experiment, rows: List[Dict[str, Any]]) -> List[Dict[str, Any
             values = [r[m.name] for r in mine if r.get(m.name) is not None]
             mean, sd, low, high = ci95(values)
             ref = reference_for(exp, point, m)
-            row = {"point": point.id, "scenario": point.scenario.label,
-                   **{name: _cell(v) for name, v in point.values},
+            row = {"point": point.id, "scenario": point.scenario.label, **grid_cells(exp, point),
                    "measure": m.name, "n": len(values), "mean": mean, "sd": sd, "ci95_low": low, "ci95_high": high,
                    "reference": ref.value if ref else None, "reference_low": ref.low if ref else None,
                    "reference_high": ref.high if ref else None, "reference_source": ref.source if ref else None,
@@ -193,12 +272,14 @@ def _curve(value: Any):
     return np.asarray(t), np.asarray(v)
 
 
-def judge(exp: Experiment, summary: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    data = Data(exp, summary)
+def judge(exp: Experiment, rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Every expected shape's verdict, judged on the runs' values (the tidy rows)."""
+    data = Data(exp, rows)
     out = []
     for shape in exp.shapes:
         verdict = shape.judge(data)
-        out.append({"name": shape.name, "kind": shape.kind, "measure": shape.measure, "note": shape.note, **verdict})
+        out.append({"name": shape.name, "kind": shape.kind, "measure": shape.measure, "note": shape.note,
+                    "judge": shape.judge_with, **verdict})
     return out
 
 
@@ -208,21 +289,23 @@ def write(exp: Experiment, runner: Runner, master: Optional[str] = None, reanaly
     import pandas as pd
 
     results = analyse_runs(runner, master=master, reanalyze=reanalyze, progress=progress)
+    measures.check(exp, results, after="The runs and their analyses are kept: correct the path and run the same "
+                                       "command with --no-run.")
     rows = tidy(runner, results)
     summary = summarise(exp, rows)
-    shapes = judge(exp, summary)
+    shapes = judge(exp, rows)
     curves = over_time(exp, runner, results)
     out = runner.out
-    columns = ["run", "point", "scenario"] + [p.short for p in exp.grid] + \
+    columns = ["run", "point", "scenario"] + grid_columns(exp) + \
         ["seed", "host", "wall_s", "run_id"] + [m.name for m in exp.measures]
     runs_df = pd.DataFrame(rows, columns=columns)
-    summary_df = pd.DataFrame(summary, columns=["point", "scenario"] + [p.short for p in exp.grid] +
-                              list(SUMMARY_COLUMNS[2:]))
-    for df, stem in ((runs_df, "runs"), (summary_df, "summary")):
+    summary_df = pd.DataFrame(summary, columns=["point", "scenario"] + grid_columns(exp) + list(SUMMARY_COLUMNS[2:]))
+    shapes_df = pd.DataFrame(shape_rows(shapes), columns=list(SHAPE_COLUMNS))
+    for df, stem in ((runs_df, "runs"), (summary_df, "summary"), (shapes_df, "shapes")):
         _parquet_safe(df).to_parquet(os.path.join(out, f"{stem}.parquet"), index=False)
         df.to_csv(os.path.join(out, f"{stem}.csv"), index=False)
     with open(os.path.join(out, "shapes.json"), "w") as fh:
-        json.dump(shapes, fh, indent=1)
+        json.dump(finite(shapes), fh, indent=1, allow_nan=False)
     with open(os.path.join(out, "over_time.json"), "w") as fh:
         json.dump(curves, fh)
     from . import report
@@ -230,6 +313,17 @@ def write(exp: Experiment, runner: Runner, master: Optional[str] = None, reanaly
     report.write(exp, runner, rows, summary, shapes, curves)
     return {"runs": len(rows), "planned": len(runner.planned), "summary": summary, "shapes": shapes,
             "index": os.path.join(out, "index.html")}
+
+
+def finite(value: Any) -> Any:
+    """A JSON-able copy with every infinite or NaN number as None (strict JSON has neither)."""
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _parquet_safe(df):

@@ -9,11 +9,15 @@ The experiment directory holds:
     runs/<point>-s<seed>/  the run directories (as `testbed run --out` makes them)
     logs/<point>-s<seed>.log   what each run printed
 
-A run is complete when the ledger says completed with the same fingerprint (the scenario's data
-with the point's overrides, the topology's data, the seed: spec.fingerprint) and its run
-directory's manifest says completed. Any other run is (re)run into a fresh directory: an
-interrupted or failed run leaves a directory that is replaced. So an interrupted experiment
-resumes where it stopped, and a changed scenario reruns exactly the points it changed.
+A run is complete when the ledger says completed with the same fingerprint (fingerprint.py: the
+scenario's data with the point's overrides, the topology's data, every other file the run reads,
+the seed, the accepted impairments, the digest of the code that makes runs and the images' ids)
+and its run directory's manifest says completed. A completed run whose fingerprint differs is
+*stale*: the plan says why (which part, which files of the code) and it is made again. Any other
+run is (re)run into a fresh directory: an interrupted or failed run leaves a directory that is
+replaced. So an interrupted experiment resumes where it stopped, and a change of scenario, file,
+flag, image or code reruns exactly the runs it changes. The ledger keeps, per code digest, its
+files' hashes, so that a stale run names the files that changed.
 
 Each run is a child process (`testbed run`, or `testbed remote run` for a remote host), in a
 session of its own: Ctrl-C (or SIGTERM) reaches the experiment, which passes it on once to the
@@ -36,12 +40,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from .. import __version__
+from .. import __version__, provenance
 from ..errors import TestbedError, UsageError
-from .spec import Experiment, Host, Point, fingerprint
+from . import fingerprint as fp
+from .spec import Experiment, Host, Point
 
 LEDGER = "experiment.json"
 OVERHEAD_S = 60.0  # a first guess of building and tearing down a lab, before any run has been timed
+BENCH_AFTER = 3    # a host whose runs fail this many times in a row leaves the pool
+UNREACHABLE = 4    # `testbed remote run`'s exit code when the host cannot be reached (RemoteError)
 
 
 class ExperimentInterrupted(TestbedError):
@@ -54,7 +61,10 @@ class Planned:
     point: Point
     seed: int
     fingerprint: str
+    parts: Dict = field(default_factory=dict)
     status: str = "pending"     # pending, complete (from before), running, completed, failed, interrupted
+    stale: List[str] = field(default_factory=list)  # why a run completed before is made again
+    tried: set = field(default_factory=set)          # the hosts it was given to
     wall_s: Optional[float] = None
     host: Optional[str] = None
     error: Optional[str] = None
@@ -108,8 +118,11 @@ class Lock:
 
 class Runner:
     def __init__(self, exp: Experiment, out_dir: str, progress: bool = True, accept_unemulated: Tuple[str, ...] = (),
-                 python: str = sys.executable) -> None:
+                 python: str = sys.executable, bench_after: int = BENCH_AFTER) -> None:
         self.exp = exp
+        self.bench_after = bench_after
+        self.benched: Dict[str, str] = {}  # host -> why it left the pool
+        self._executed = False
         self.out = os.path.abspath(out_dir)
         self.progress = progress
         self.accept = accept_unemulated
@@ -120,6 +133,8 @@ class Runner:
         self._procs: Dict[str, subprocess.Popen] = {}
         self._stop = False
         self._seconds: Dict[str, float] = {}  # point id -> the scenario's own length, for estimates
+        self._inputs: Dict[str, Dict] = {}    # point id -> the parts of its fingerprint its files make
+        self.code, self.code_files = provenance.digest(provenance.RUN_CODE)
 
     # -- the plan ----------------------------------------------------------------------------
 
@@ -127,17 +142,25 @@ class Runner:
         """Every run with its status: complete (from before) or pending."""
         self.ledger = self._read_ledger()
         old = self.ledger.get("runs", {})
+        code_files = dict(self.ledger.get("code") or {})
+        code_files[self.code] = self.code_files
+        for point in self.exp.points:
+            if point.id not in self._inputs:
+                self._inputs[point.id] = fp.point_inputs(point)
+        images = fp.image_ids(sorted({n for i in self._inputs.values() for n in i["image_names"]}))
         out = []
         for point, seed in self.exp.runs():
             name = run_name(point, seed)
-            p = Planned(name=name, point=point, seed=seed, fingerprint=fingerprint(point, seed))
+            parts = fp.parts(self._inputs[point.id], seed, tuple(self.accept), self.code, images)
+            p = Planned(name=name, point=point, seed=seed, fingerprint=fp.digest(parts), parts=parts)
             entry = old.get(name) or {}
             p.entry = dict(entry)
-            if entry.get("status") == "completed" and entry.get("fingerprint") == p.fingerprint \
-                    and _manifest_status(self.run_dir(name)) == "completed":
-                p.status = "complete"
-                p.wall_s = entry.get("wall_s")
-                p.host = entry.get("host")
+            if entry.get("status") == "completed" and _manifest_status(self.run_dir(name)) == "completed":
+                p.stale = fp.stale_reasons(entry.get("parts"), parts, code_files)
+                if not p.stale:
+                    p.status = "complete"
+                    p.wall_s = entry.get("wall_s")
+                    p.host = entry.get("host")
             elif entry.get("status") in ("failed", "interrupted"):
                 p.error = f"{entry['status']} before" + (f": {entry['error']}" if entry.get("error") else "")
             out.append(p)
@@ -161,24 +184,38 @@ class Runner:
                              f"choose another --out")
         return data
 
+    def save_ledger(self) -> None:
+        """Write the ledger with what the plan and the runs' entries say now (the analysis records
+        in each entry which analysis code analysed it)."""
+        with Lock(self.out):
+            self._write_ledger()
+
     def _write_ledger(self) -> None:
         runs = dict(self.ledger.get("runs", {}))
         for p in self.planned:
             if p.status in ("pending", "complete") and not p.entry:
                 continue
+            if p.status == "complete" and p.name in runs:
+                runs[p.name] = dict(runs[p.name], **{k: v for k, v in p.entry.items() if k == "analysed_by"})
+                continue
             if p.status not in ("pending", "complete"):
                 p.entry.update({"point": p.point.id, "seed": p.seed, "fingerprint": p.fingerprint,
-                                "status": p.status, "host": p.host, "wall_s": p.wall_s, "error": p.error,
-                                "directory": os.path.join("runs", p.name)})
+                                "parts": p.parts, "status": p.status, "host": p.host, "wall_s": p.wall_s,
+                                "error": p.error, "directory": os.path.join("runs", p.name)})
             runs[p.name] = p.entry
+        known = dict(self.ledger.get("code") or {})
+        known[self.code] = self.code_files
+        used = {(e.get("parts") or {}).get("code") for e in runs.values()} | {self.code}
         self.ledger = {
             "experiment": self.exp.name, "source": self.exp.source, "description": self.exp.description,
             "testbed": __version__, "created": self.ledger.get("created") or _now(), "updated": _now(),
             "seeds": self.exp.seeds,
             "hosts": [h.target for h in self.exp.hosts],
+            "hosts_benched": dict(self.benched) if self._executed else self.ledger.get("hosts_benched", {}),
             "points": [{"id": p.id, "scenario": p.scenario.label, "file": p.scenario.file,
                         "values": dict(p.values), "overrides": list(p.overrides)} for p in self.exp.points],
             "runs": runs,
+            "code": {digest: files for digest, files in known.items() if digest in used},
         }
         tmp = os.path.join(self.out, LEDGER + ".tmp")
         with open(tmp, "w") as fh:
@@ -193,14 +230,19 @@ class Runner:
         os.makedirs(os.path.join(self.out, "logs"), exist_ok=True)
         with Lock(self.out):
             shutil.copyfile(self.exp.source, os.path.join(self.out, "experiment.yaml"))
+            self._executed = True
             self.plan()
             self._write_ledger()
             todo = [p for p in self.planned if p.status == "pending"]
             done = len(self.planned) - len(todo)
+            stale = [p for p in todo if p.stale]
             self._say(f"experiment {self.exp.name}: {len(self.planned)} runs ({len(self.exp.points)} points × "
-                      f"{len(self.exp.seeds)} seed{'s' if len(self.exp.seeds) > 1 else ''}), {done} already complete, {len(todo)} to run on "
+                      f"{len(self.exp.seeds)} seed{'s' if len(self.exp.seeds) > 1 else ''}), {done} already complete, "
+                      + (f"{len(stale)} stale, " if stale else "") + f"{len(todo)} to run on "
                       f"{len(self.exp.hosts)} host{'s' if len(self.exp.hosts) > 1 else ''}"
                       + (f", about {_fmt_time(self._remaining(todo))}" if todo else ""))
+            for reason, count in _tally(r for p in stale for r in p.stale):
+                self._say(f"  stale: {count} run{'s' if count > 1 else ''}: {reason}")
             queue = list(todo)
             previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
             for s in previous:
@@ -239,19 +281,53 @@ class Runner:
                     pass
 
     def _work(self, host: Host, queue: List[Planned]) -> None:
+        failed: List[Planned] = []  # this host's runs that failed in a row
         while not self._stop:
             with self._lock:
-                if not queue:
+                mine = [q for q in queue if host.target not in q.tried]
+                if mine:
+                    p = mine[0]
+                    queue.remove(p)
+                    p.status = "running"
+                    p.host = host.target
+                    p.tried.add(host.target)
+                elif not any(q.status == "running" for q in self.planned):
                     return
-                p = queue.pop(0)
-                p.status = "running"
-                p.host = host.target
+            if not mine:  # runs under way elsewhere may yet come back, if their host leaves the pool
+                time.sleep(0.5)
+                continue
             self._run_one(p, host)
             with self._lock:
+                if p.status == "failed":
+                    failed.append(p)
+                    why = None
+                    if p.entry.get("exit_code") == UNREACHABLE:
+                        why = f"cannot be reached ({p.error})" if p.error else "cannot be reached"
+                    elif len(failed) >= self.bench_after:
+                        why = f"{len(failed)} runs failed in a row (the last: {p.error or 'no message'})"
+                    others = [h for h in self.exp.hosts if h.target != host.target and h.target not in self.benched]
+                    if why and others:
+                        self._bench(host, why, failed, queue)
+                        self._write_ledger()
+                        return
+                elif p.status in ("completed",):
+                    failed = []
                 self._write_ledger()
             if p.status == "interrupted":
                 self._stop = True
                 return
+
+    def _bench(self, host: Host, why: str, failed: List[Planned], queue: List[Planned]) -> None:
+        """Take a host out of the pool; the runs that failed on it go back to the queue, for the
+        hosts that have not tried them."""
+        self.benched[host.target] = why
+        back = [q for q in failed if any(h.target not in q.tried and h.target not in self.benched
+                                         for h in self.exp.hosts)]
+        for q in back:
+            q.status, q.host, q.error = "pending", None, None
+        queue[:0] = back
+        self._say(f"host {host.target} leaves the pool: {why}; "
+                  + (f"{len(back)} of its failed runs go to the other hosts" if back else "the other hosts go on"))
 
     def command(self, p: Planned, host: Host) -> List[str]:
         argv = [self.python, "-m", "testbed"]
@@ -311,6 +387,11 @@ class Runner:
             p.status = "failed"
             p.error = _last_line(log) or f"exit code {code}"
         if p.status == "completed":
+            made_by = _manifest_code(target)
+            if made_by and made_by != p.parts.get("code"):
+                p.entry["made_by_code"] = made_by
+                self._say(f"{p.name}: made by other code than this checkout's ({made_by}, here {p.parts.get('code')}): "
+                          f"the testbed on {host.target} differs")
             left = [q for q in self.planned if q.status in ("pending", "running") and q is not p]
             self._say(f"[{index}/{len(self.planned)}] {p.name}: completed in {_fmt_time(p.wall_s)}; "
                       f"{len(left)} left" + (f", about {_fmt_time(self._remaining(left))} to go" if left else ""))
@@ -335,11 +416,18 @@ class Runner:
                 if q.point.id not in self._seconds:
                     self._seconds[q.point.id] = _scenario_seconds(q.point)
                 total += self._seconds[q.point.id] + OVERHEAD_S
-        return total / max(1, len(self.exp.hosts))
+        return total / max(1, len([h for h in self.exp.hosts if h.target not in self.benched]))
 
     def _say(self, text: str) -> None:
         if self.progress:
             print(text, file=sys.stderr, flush=True)
+
+
+def _tally(reasons) -> List[Tuple[str, int]]:
+    counts: Dict[str, int] = {}
+    for r in reasons:
+        counts[r] = counts.get(r, 0) + 1
+    return sorted(counts.items(), key=lambda kv: -kv[1])
 
 
 def _scenario_seconds(point: Point) -> float:
@@ -357,6 +445,14 @@ def _manifest_status(run_dir: str) -> Optional[str]:
         with open(os.path.join(run_dir, "manifest.json")) as fh:
             return json.load(fh).get("status")
     except (OSError, ValueError):
+        return None
+
+
+def _manifest_code(run_dir: str) -> Optional[str]:
+    try:
+        with open(os.path.join(run_dir, "manifest.json")) as fh:
+            return (json.load(fh).get("versions") or {}).get("code")
+    except (OSError, ValueError, AttributeError):
         return None
 
 

@@ -22,6 +22,7 @@ which reference values and which expected shapes.
         - {measure: delivery_time, point: {scenario: ring}, value: [250, 350]}
     expect:                         # shapes, one registered kind each (testbed/experiment/shapes)
       - {measure: delivery_time, order: [tree, ring, cluster]}
+    judge: intervals                # verdicts from the seeds' spread (default); `means` for one seed
     hosts: [local, root@lab2]       # where the runs go (default: here)
 
 A *point* is one scenario with one value of every grid parameter; a *run* is a point with a
@@ -35,9 +36,7 @@ the grid is refused with the scenario's own message, prefixed by the point.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import math
 import os
 import re
@@ -49,10 +48,11 @@ from ..yamlio import Located, load_file
 from .model import (LOCAL, Experiment, Host, Measure, Param, Point, Reference, ScenarioEntry, check_selector,
                     matches, measure_name, value_text)
 
-__all__ = ["LOCAL", "Experiment", "Host", "Measure", "Param", "Point", "Reference", "ScenarioEntry", "fingerprint",
+__all__ = ["LOCAL", "Experiment", "Host", "Measure", "Param", "Point", "Reference", "ScenarioEntry",
            "load_experiment", "matches", "parse_experiment"]
 
-TOP_KEYS = ("name", "description", "scenarios", "grid", "seeds", "set", "measures", "references", "expect", "hosts")
+TOP_KEYS = ("name", "description", "scenarios", "grid", "seeds", "set", "measures", "references", "expect", "hosts",
+            "judge")
 SCENARIO_KEYS = ("file", "set")
 GRID_KEYS = ("path", "values")
 MEASURE_KEYS = ("path", "label", "over_time")
@@ -115,6 +115,11 @@ def parse_experiment(doc: Located, seeds: Optional[int] = None, extra_sets: Tupl
     exp = Experiment(name=name, source=doc.file, description=description.strip(), scenarios=scenarios, grid=grid,
                      seeds=seed_list, sets=sets, measures=measures, references=[], shapes=[],
                      hosts=hosts if hosts else _hosts(r, top.get("hosts")))
+    judge = top.get("judge", "intervals")
+    if judge not in ("intervals", "means"):
+        raise r.fail(("judge",), f"{judge!r} is not a way to judge",
+                     "intervals (the seeds' spread, the default) or means (the means alone, for one seed)")
+    exp.judge = judge
     exp.points = _points(r, exp, tuple(extra_sets))
     if len(exp.points) * len(seed_list) > MAX_RUNS:
         raise r.fail(("grid",), f"{len(exp.points)} points × {len(seed_list)} seeds is more than {MAX_RUNS:,} runs",
@@ -242,8 +247,9 @@ def _measures(r: Reader, value: Any) -> List[Measure]:
         if not isinstance(label, str) or not label.strip():
             raise r.fail(path + ("label",), "expected a non-empty string")
         over = _measure_path(r, entry["over_time"], path + ("over_time",)) if "over_time" in entry else None
+        where = path + ("path",) if isinstance(raw[name], dict) else path
         out.append(Measure(name=name, path=_measure_path(r, entry["path"], path + ("path",)), label=label.strip(),
-                           over_time=over))
+                           over_time=over, line=r.doc.line(where)))
     return out
 
 
@@ -353,19 +359,3 @@ def check_points_load(r: Reader, exp: Experiment) -> None:
         except ValidationError as exc:
             where = ("grid",) if point.values else ("scenarios", point.scenario.label)
             raise r.fail(where, f"point {point.id}: {exc}") from None
-
-
-def fingerprint(point: Point, seed: int) -> str:
-    """What makes a run the same run again: the scenario as loaded with the point's overrides (its
-    data, not its comments or layout), the topology file's data and the seed."""
-    from ..scenario import apply_overrides
-
-    doc = load_file(point.scenario.file)
-    apply_overrides(doc, point.overrides)
-    topo = doc.data.get("topology") if isinstance(doc.data, dict) else None
-    topo_data: Any = None
-    if isinstance(topo, str):
-        full = topo if os.path.isabs(topo) else os.path.join(os.path.dirname(os.path.abspath(point.scenario.file)), topo)
-        topo_data = load_file(full).data
-    blob = json.dumps({"scenario": doc.data, "topology": topo_data, "seed": seed}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -1,9 +1,10 @@
 """The files a remote run needs: the scenario and every file it references.
 
-A scenario references one file, its topology (`topology: PATH`, relative to the scenario file,
-or absolute); an inline topology references none, and topology files reference no other file.
+A scenario references its topology (`topology: PATH`, relative to the scenario file, or
+absolute; an inline topology is in the scenario), and a radio segment may reference a mobility
+trace (relative to the file that holds the topology, or absolute): Scenario.files lists them.
 Files named inside commands (`exec` actions, node `command`s) are the remote machine's own and
-are not uploaded.
+are not uploaded, and so is a trace given by an absolute path (a path on that machine).
 
 Relative references are kept by uploading the files with their layout relative to the
 directory that holds them all (scenarios/x.yaml and topologies/t.yaml stay siblings, so
@@ -51,6 +52,10 @@ def scenario_inputs(scenario_path: str, scenario: Scenario) -> Inputs:
             absolute["topology"] = scenario.topology_source
         else:
             relative.append(scenario.topology_source)  # normalised absolute path, as the loader resolved it
+    traces = [os.path.normpath(os.path.abspath(seg.trace.path)) for _, seg in sorted(scenario.topology.radio.items())
+              if getattr(seg, "trace", None) is not None and not os.path.isabs(seg.trace.file)]
+    if "topology" not in absolute:
+        relative += [t for t in traces if t not in relative]
     root = os.path.commonpath([os.path.dirname(f) for f in relative])
     files = [(f, _posix(os.path.relpath(f, root))) for f in relative]
     relocated = {}
@@ -58,6 +63,12 @@ def scenario_inputs(scenario_path: str, scenario: Scenario) -> Inputs:
         rel = f"absolute/{name}-{os.path.basename(local)}"
         files.append((local, rel))
         relocated[name] = rel
+    if "topology" in absolute:  # a relocated topology's traces go where its relative references lead
+        here = os.path.dirname(absolute["topology"])
+        for trace in traces:
+            rel = posixpath.normpath(posixpath.join("absolute", _posix(os.path.relpath(trace, here))))
+            if rel.startswith("absolute/"):
+                files.append((trace, rel))
     return Inputs(files=files, scenario=files[0][1], relocated=relocated)
 
 

@@ -18,6 +18,15 @@ _RUNTIMES: Dict[str, str] = {
 }
 
 
+#: the runtimes whose nodes run a container image (the node's `image`)
+_RUN_IMAGES = {"docker"}
+
+
+def node_images(nodes) -> List[str]:
+    """The container images these nodes run, sorted, each once (a process node runs none)."""
+    return sorted({node.image for node in nodes if node.runtime in _RUN_IMAGES})
+
+
 def runtime_names() -> List[str]:
     return sorted(_RUNTIMES)
 

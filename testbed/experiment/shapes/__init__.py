@@ -9,14 +9,19 @@ An entry of the experiment's `expect` list names a measure and exactly one kind'
     - {measure: throughput, flat: 0.1, over: N}                        # flat.py
     - {measure: latency, fit: log, over: N}                            # fit.py
 
-and optionally `where` (a selector fixing some grid parameters), `name` and `note`. Shapes are
-judged on the mean over seeds of each point. Where grid parameters are left free (neither in the
-shape's selectors nor in `where`), the shape is judged for every combination of their values and
-holds when it holds in each. A verdict is valid, invalid, or unknown (a point has no value).
+and optionally `where` (a selector fixing some grid parameters), `name`, `note` and `judge`.
+Shapes are judged from the seeds' spread: each kind's module says its test, every verdict carries
+the intervals it rests on, and a verdict is valid, invalid, not shown (with the reason: one seed,
+an interval across the line) or unknown (a point has no value); common.py has the words. Where
+grid parameters are left free (neither in the shape's selectors nor in `where`), the shape is
+judged for every combination of their values and holds when it holds in each. `judge: means`
+(on the entry, or for every shape at the experiment's top) judges the means alone, for a reduced
+experiment that runs one seed; its verdicts say so.
 
 A kind module provides KEY (its entry key), FIELDS (the other keys it reads), SCHEMA (the JSON
-Schema of those keys), `parse(r, entry, path, exp) -> Shape`; a Shape has `measure`, `describe()`
-and `judge(data) -> dict(verdict=..., detail=..., groups=[...])`.
+Schema of those keys), `parse(r, entry, path, exp) -> Shape`; a Shape has `measure`,
+`judge_with` ("intervals" or "means"), `describe()` and `judge(data) -> dict(verdict=...,
+reason=..., groups=[...])`, each group with its `tests` (what, estimate, low, high, expect).
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ from typing import Any, Dict, List
 
 from ..model import Experiment, check_selector, measure_name
 from . import fit, flat, order, ratio, reference, trend
+from .common import JUDGES
 
 KINDS = [order, trend, ratio, reference, flat, fit]
-COMMON = ("measure", "where", "name", "note")
+COMMON = ("measure", "where", "name", "note", "judge")
 
 
 def parse_all(r, value: Any, exp: Experiment) -> List[Any]:
@@ -56,7 +62,11 @@ def parse_all(r, value: Any, exp: Experiment) -> List[Any]:
         for key in ("name", "note"):
             if key in entry and not isinstance(entry[key], str):
                 raise r.fail(path + (key,), "expected a string")
+        judge = entry.get("judge", exp.judge)
+        if judge not in JUDGES:
+            raise r.fail(path + ("judge",), f"{judge!r} is not a way to judge", ", ".join(JUDGES))
         shape = kind.parse(r, entry, path, exp)
+        shape.judge_with = judge
         shape.kind = kind.KEY
         shape.name = entry.get("name") or shape.describe()
         shape.note = entry.get("note", "")
@@ -67,7 +77,7 @@ def parse_all(r, value: Any, exp: Experiment) -> List[Any]:
 def schema() -> Dict[str, Any]:
     """The JSON Schema of one `expect` entry."""
     common = {"measure": {"type": "string"}, "where": {"type": "object"}, "name": {"type": "string"},
-              "note": {"type": "string"}}
+              "note": {"type": "string"}, "judge": {"enum": list(JUDGES)}}
     return {"oneOf": [{"type": "object", "required": ["measure", k.KEY], "additionalProperties": False,
                        "properties": {**common, k.KEY: k.SCHEMA[k.KEY],
                                       **{f: k.SCHEMA[f] for f in k.FIELDS}}} for k in KINDS]}
