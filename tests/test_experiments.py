@@ -568,6 +568,23 @@ def test_benchmark_sets_pass_their_extra_arguments_and_keep_the_other_sets_resul
     assert sorted(kept) == ["old", "over"]
 
 
+def test_the_reproduction_documents_tables_are_generated_from_the_results_files():
+    """docs/REPRODUCTION.md's tables of our values are benchmarks/reproduction.py's output from
+    benchmarks/results/*.json: a hand edit of a generated block, or results the document was
+    not regenerated from, fail here."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import reproduction
+    finally:
+        sys.path.pop(0)
+    with open(reproduction.DOC) as fh:
+        text = fh.read()
+    generated, unknown = reproduction.render(text)
+    assert unknown == []
+    assert generated == text, "run: python benchmarks/reproduction.py"
+    assert text.count("<!-- generated: ") >= 20
+
+
 def test_stored_runs_are_judged_again_with_the_current_shapes(tmp_path):
     """experiment_sets.rejudge: a results file's runs give the summary and the verdicts that
     `testbed experiment` gives on the same values (the seeds' spread included)."""

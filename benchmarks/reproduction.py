@@ -1,0 +1,411 @@
+"""The tables of docs/REPRODUCTION.md, generated from the results files under benchmarks/results/:
+our values with their seeds and 95% intervals beside the papers', and the expected shapes'
+verdicts with the intervals they rest on. Nothing in those tables is typed by hand.
+
+    python benchmarks/reproduction.py            # rewrite the generated blocks of docs/REPRODUCTION.md
+    python benchmarks/reproduction.py --check    # exit 1, showing the difference, when they are stale
+
+A block of the document is delimited by
+
+    <!-- generated: NAME -->
+    ...
+    <!-- end generated -->
+
+where NAME is a key of BLOCKS: a function of the results that returns Markdown. The results files
+are written by benchmarks/abc_paper.py, deeco_thesis.py and causal_paper.py (`--rejudge` judges
+their stored runs again with the current shapes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import math
+import os
+import re
+import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DOC = os.path.join(ROOT, "docs", "REPRODUCTION.md")
+RESULTS = {"abc": "abc_paper.json", "deeco": "deeco_thesis.json", "causal": "causal_paper.json"}
+BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w/.-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
+
+sys.path.insert(0, ROOT)
+
+
+def load(paper: str) -> Dict[str, Any]:
+    with open(os.path.join(HERE, "results", RESULTS[paper])) as fh:
+        return json.load(fh)["experiments"]
+
+
+# -- cells ------------------------------------------------------------------------------------------
+
+def _fmt(value: float, fmt: str) -> str:
+    return fmt.format(value)
+
+
+def number(value: float, style: str = "num") -> str:
+    """A value shown alone: thousands with separators, else three significant digits; `pct` as a
+    percentage."""
+    if style == "pct":
+        return f"{value * 100:.3g}%"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def plus_minus(mean: float, half: float, style: str = "num") -> str:
+    """mean ± half-width, the half-width to two significant digits and the mean to the same place."""
+    scale = 100.0 if style == "pct" else 1.0
+    m, h = mean * scale, half * scale
+    unit = "%" if style == "pct" else ""
+    if h <= 0 or not math.isfinite(h):
+        return f"{number(mean, style)} ± 0"
+    places = max(0, 1 - int(math.floor(math.log10(h))))
+    sep = "," if abs(m) >= 1000 else ""
+    return f"{m:{sep}.{places}f}{unit} ± {h:{sep}.{places}f}{unit}"
+
+
+def ours(summary: Optional[Dict[str, Any]], style: str = "num", seeds: Optional[int] = None) -> str:
+    """A point's mean ± the half-width of its 95% interval; "(1 seed)" for one run's value in a
+    table of several seeds, and the seeds where they differ from the table's."""
+    if not summary or summary.get("mean") is None:
+        return "–"
+    mean, n = summary["mean"], summary.get("n") or 0
+    if n < 2 or summary.get("ci95_high") is None:
+        return number(mean, style) + (" (1 seed)" if seeds and seeds > 1 else "")
+    text = plus_minus(mean, summary["ci95_high"] - mean, style)
+    return text + (f" ({n} seeds)" if seeds is not None and n != seeds else "")
+
+
+def paper(summary: Optional[Dict[str, Any]], fmt: str = "{:,.4g}") -> str:
+    if not summary or summary.get("reference_low") is None:
+        return "–"
+    low, high = summary["reference_low"], summary["reference_high"]
+    return _fmt(low, fmt) if low == high else f"{_fmt(low, fmt)}–{_fmt(high, fmt.lstrip('~'))}"
+
+
+def run_values(exp: Dict[str, Any], point: str, measure: str) -> List[float]:
+    return [r[measure] for r in exp["runs"] if r.get("point") == point and r.get(measure) is not None
+            and not (isinstance(r[measure], float) and math.isnan(r[measure]))]
+
+
+def ratio_cell(exp: Dict[str, Any], a: str, b: str, measure: str, fmt: str = "{:.3g}") -> str:
+    """mean(a) / mean(b) with Fieller's 95% interval over the runs (the ratio of the means alone
+    with one seed)."""
+    from testbed.experiment import stats
+
+    va, vb = run_values(exp, a, measure), run_values(exp, b, measure)
+    if not va or not vb or sum(vb) == 0:
+        return "–"
+    if len(va) < 2 or len(vb) < 2:
+        return _fmt((sum(va) / len(va)) / (sum(vb) / len(vb)), fmt)
+    from testbed.experiment.shapes.common import fmt_interval
+
+    return fmt_interval(*stats.ratio(va, vb), fmt)
+
+
+# -- tables -----------------------------------------------------------------------------------------
+
+Column = Tuple[str, Callable[[Any], str]]
+
+
+def table(rows: Sequence[Any], columns: Sequence[Column], first: str, label: Callable[[Any], str] = str) -> str:
+    out = [f"| {first} | " + " | ".join(h for h, _ in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for row in rows:
+        out.append(f"| {label(row)} | " + " | ".join(cell(row) for _, cell in columns) + " |")
+    return "\n".join(out)
+
+
+def seeds_line(exp: Dict[str, Any], measures: Sequence[str]) -> str:
+    """What the table's values are: the seeds per point, and how intervals read."""
+    counts = sorted({s[m]["n"] for s in exp["points"].values() for m in measures if m in s and s[m].get("n")})
+    if not counts:
+        return "No values yet."
+    seeds = "/".join(str(c) for c in counts)
+    if counts == [1]:
+        return "One seed a point: each value is one run's, with no interval."
+    return (f"Each value is the mean over {seeds} seeds ± the half-width of its 95% interval (Student's t)" +
+            (", or one run's where it says 1 seed." if 1 in counts else "."))
+
+
+def majority_seeds(exp: Dict[str, Any], measures: Sequence[str]) -> int:
+    ns = [s[m]["n"] for s in exp["points"].values() for m in measures if m in s and s[m].get("n")]
+    return max(set(ns), key=ns.count) if ns else 0
+
+
+def verdicts(exp: Dict[str, Any], most: int = 4) -> str:
+    """Every expected shape: its verdict (with the reason) and the intervals it rests on, per
+    combination of the free parameters, those that are not valid first."""
+    from testbed.experiment.shapes.common import judged_groups, shown
+
+    out = ["| expected shape | verdict | intervals judged (95%) |", "|---|---|---|"]
+    for s in exp["shapes"]:
+        groups, rest = judged_groups(s, most, tests_each=2, fmt="{:.3g}")
+        parts = []
+        for group, verdict, _, tests in groups:
+            several = len(groups) + len(rest) > 1
+            parts.append(f"{f'[{group}] ' if group else ''}{tests}{f' ({verdict})' if several else ''}")
+        if rest:
+            counts = [(v, sum(1 for g in rest if g.get("verdict") == v)) for v in ("valid", "not shown", "invalid",
+                                                                                  "unknown")]
+            parts.append(f"and {len(rest)} more: " + ", ".join(f"{c} {v}" for v, c in counts if c))
+        cells = "<br>".join(p.replace("|", "\\|") for p in parts)
+        out.append(f"| {s['name']} | **{shown(s)}** | {cells} |")
+    return "\n".join(out)
+
+
+# -- the blocks -------------------------------------------------------------------------------------
+
+def _abc_table(name: str, rows: List[Tuple[str, str]], extra: List[Column]) -> str:
+    exp = load("abc")[name]
+    measures = ["delivery_time", "time_gap"]
+    n = majority_seeds(exp, measures)
+    p = exp["points"]
+    columns: List[Column] = [
+        ("delivery time, paper", lambda r: paper(p.get(r, {}).get("delivery_time"), "~{:g}")),
+        ("delivery time, ours", lambda r: ours(p.get(r, {}).get("delivery_time"), "num", n)),
+        ("time gap, paper", lambda r: paper(p.get(r, {}).get("time_gap"), "~{:g}")),
+        ("time gap, ours", lambda r: ours(p.get(r, {}).get("time_gap"), "num", n)),
+    ] + extra + [
+        ("servers' median rate (per time unit)", lambda r: ours(p.get(r, {}).get("server_rate_median"), "num", n)),
+        ("slowest server's rate", lambda r: ours(p.get(r, {}).get("server_rate_min"), "num", n)),
+    ]
+    labels = dict(rows)
+    return seeds_line(exp, measures) + "\n\n" + table([r for r, _ in rows], columns, "configuration", labels.get)
+
+
+def abc_dp() -> str:
+    p = load("abc")["dp"]["points"]
+    n = majority_seeds(load("abc")["dp"], ["delivery_time"])
+    return _abc_table("dp", [("tree", "T[3,5,5], 15 senders"), ("tree-10", "T[3,5,5], 10 senders"),
+                             ("ring", "R[31,5], 15 senders"), ("cluster", "C[31,155], 15 senders")],
+                      [("dissemination, ours", lambda r: ours(p.get(r, {}).get("dissemination_time"), "num", n)),
+                       ("wait for an id, ours", lambda r: ours(p.get(r, {}).get("id_wait"), "num", n))])
+
+
+def abc_ci() -> str:
+    p = load("abc")["ci"]["points"]
+    n = majority_seeds(load("abc")["ci"], ["delivery_time"])
+    return _abc_table("ci", [("cluster-10", "C[10,155]"), ("cluster-31", "C[31,155]"), ("ring-5", "R[5,31]"),
+                             ("ring-31", "R[31,5]"), ("tree-5-2-5", "T[5,2,5]"), ("tree-3-5-5", "T[3,5,5]")],
+                      [("dissemination, ours", lambda r: ours(p.get(r, {}).get("dissemination_time"), "num", n)),
+                       ("wait for an id, ours", lambda r: ours(p.get(r, {}).get("id_wait"), "num", n))])
+
+
+def abc_ring_time_unit() -> str:
+    exp = load("abc")["ring-time-unit"]
+    p = exp["points"]
+    n = majority_seeds(exp, ["time_gap"])
+    rows = [("ring-100ms", "100 ms"), ("ring-200ms", "200 ms")]
+    columns: List[Column] = [
+        ("time gap, paper", lambda r: paper(p.get(r, {}).get("time_gap"), "~{:g}")),
+        ("time gap, ours", lambda r: ours(p.get(r, {}).get("time_gap"), "num", n)),
+        ("delivery time, ours", lambda r: ours(p.get(r, {}).get("delivery_time"), "num", n)),
+        ("seeds' gaps", lambda r: ", ".join(f"{v:.3g}" for v in run_values(exp, r, "time_gap"))),
+    ]
+    labels = dict(rows)
+    ratio = ratio_cell(exp, "ring-200ms", "ring-100ms", "time_gap")
+    return (seeds_line(exp, ["time_gap"]) + "\n\n" + table([r for r, _ in rows], columns, "time unit", labels.get)
+            + f"\n\nTime gap at 200 ms ÷ at 100 ms (Fieller's 95% interval): {ratio}.")
+
+
+def _verdicts_of(paper_name: str, name: str) -> Callable[[], str]:
+    return lambda: verdicts(load(paper_name)[name])
+
+
+def _deeco_p_table(name: str, values: Sequence[float]) -> str:
+    exp = load("deeco")[name]
+    p = exp["points"]
+    n = majority_seeds(exp, ["messages"])
+
+    def pt(scenario: str, v: float) -> str:
+        return f"{scenario}.P={v:g}" if f"{scenario}.P={v:g}" in p else f"{scenario}.P={v}"
+
+    def thesis_ratio(v: float) -> str:
+        a, b = p.get(pt("simple", v), {}).get("messages"), p.get(pt("boundary", v), {}).get("messages")
+        if not a or not b or a.get("reference_low") is None or b.get("reference_low") is None:
+            return "–"
+        return f"{a['reference_low'] / b['reference_low']:.2f}"
+
+    columns: List[Column] = [
+        ("thesis simple", lambda v: paper(p.get(pt("simple", v), {}).get("messages"), "{:,.0f}")),
+        ("thesis boundary", lambda v: paper(p.get(pt("boundary", v), {}).get("messages"), "{:,.0f}")),
+        ("thesis ratio", thesis_ratio),
+        ("ours simple", lambda v: ours(p.get(pt("simple", v), {}).get("messages"), "num", n)),
+        ("ours boundary", lambda v: ours(p.get(pt("boundary", v), {}).get("messages"), "num", n)),
+        ("ours ratio", lambda v: ratio_cell(exp, pt("simple", v), pt("boundary", v), "messages", "{:.2f}")),
+    ]
+    rows = [v for v in values if pt("simple", v) in p or pt("boundary", v) in p]
+    return seeds_line(exp, ["messages"]) + "\n\n" + table(rows, columns, "P", lambda v: f"{v:g}")
+
+
+def _deeco_age_table(name: str, rows: List[Tuple[str, str]]) -> str:
+    exp = load("deeco")[name]
+    p = exp["points"]
+    n = majority_seeds(exp, ["age_median"])
+    columns: List[Column] = [
+        ("median knowledge age (ms)", lambda r: ours(p.get(r, {}).get("age_median"), "num", n)),
+        ("first quartile (ms)", lambda r: ours(p.get(r, {}).get("age_q1"), "num", n)),
+        ("third quartile (ms)", lambda r: ours(p.get(r, {}).get("age_q3"), "num", n)),
+        ("messages", lambda r: ours(p.get(r, {}).get("messages"), "num", n)),
+    ]
+    labels = dict(rows)
+    present = [r for r, _ in rows if r in p]
+    return seeds_line(exp, ["age_median"]) + "\n\n" + table(present, columns, "point", labels.get)
+
+
+def deeco_ip() -> str:
+    exp = load("deeco")["ip-groupers"]
+    p = exp["points"]
+    n = majority_seeds(exp, ["messages"])
+    rows = [(c, v) for c in (1, 2, 3) for v in (0, 0.1, 0.2, 0.3, 0.4, 0.5)]
+
+    def pid(scenario: str, row) -> str:
+        c, v = row
+        for key in (f"{scenario}.P={v}.C={c}", f"{scenario}.P={v:g}.C={c}"):
+            if key in p:
+                return key
+        return f"{scenario}.P={v}.C={c}"
+
+    columns: List[Column] = [
+        ("simple: messages", lambda r: ours(p.get(pid("simple", r), {}).get("messages"), "num", n)),
+        ("groupers: messages", lambda r: ours(p.get(pid("groupers", r), {}).get("messages"), "num", n)),
+        ("simple ÷ groupers", lambda r: ratio_cell(exp, pid("simple", r), pid("groupers", r), "messages", "{:.2f}")),
+        ("simple: median age (ms)", lambda r: ours(p.get(pid("simple", r), {}).get("age_median"), "num", n)),
+        ("groupers: median age (ms)", lambda r: ours(p.get(pid("groupers", r), {}).get("age_median"), "num", n)),
+        ("fresh at the end, simple / groupers", lambda r: " / ".join(
+            ours(p.get(pid(s, r), {}).get("fresh"), "pct", n) for s in ("simple", "groupers"))),
+    ]
+    return seeds_line(exp, ["messages"]) + "\n\n" + table(rows, columns, "point",
+                                                          lambda r: f"P = {r[1]:g}, C = {r[0]}")
+
+
+CAUSAL_COLUMNS = {
+    "fig5": [("gossip_lost", "lost, gossip only", "pct"), ("lost", "lost, two-layer", "pct"),
+             ("forced", "forced", "num"), ("latency_ms", "median latency (ms)", "num"),
+             ("latency_rounds", "(rounds)", "num"), ("latency_p95_ms", "p95 latency (ms)", "num"),
+             ("recovery_requests", "recovery requests", "num"), ("recovery_success", "recovered", "pct")],
+    "fig4": [("throughput", "throughput (events / member / s)", "num"), ("latency_ms", "median latency (ms)", "num"),
+             ("latency_rounds", "(rounds)", "num"), ("latency_p95_ms", "p95 latency (ms)", "num"),
+             ("message_bytes", "message size (bytes)", "num"), ("lost", "lost", "pct")],
+}
+
+
+def _ours_column(points: Dict[str, Any], measure: str, style: str, seeds: int) -> Callable[[str], str]:
+    return lambda pid: ours(points[pid].get(measure), style, seeds)
+
+
+def _point_key(point: str):
+    """Points sort by scenario, then by their grid values as numbers."""
+    head, _, rest = point.partition(".")
+    values = []
+    for part in re.findall(r"=([^.=]+(?:\.\d+)?)", point):
+        try:
+            values.append(float(part))
+        except ValueError:
+            values.append(math.inf)
+    return head, values
+
+
+def causal_table(name: str) -> Callable[[], str]:
+    def make() -> str:
+        exp = load("causal")[name]
+        p = exp["points"]
+        measures = [m for m, _, _ in CAUSAL_COLUMNS[name]]
+        n = majority_seeds(exp, measures)
+        columns: List[Column] = [(h, _ours_column(p, m, style, n)) for m, h, style in CAUSAL_COLUMNS[name]]
+        return seeds_line(exp, measures) + "\n\n" + table(sorted(p, key=_point_key), columns, "point")
+    return make
+
+
+def _run_column(measure: str, style: str) -> Callable[[Dict[str, Any]], str]:
+    return lambda run: "–" if run.get(measure) is None else number(run[measure], style)
+
+
+def causal_churn() -> str:
+    exp = load("causal")["churn"]
+    columns = [("shared_tickets", "shared tickets (Theorem 4.2)", "num"), ("exclusions", "exclusions", "num"),
+               ("joins", "joins", "num"), ("exclusion_rounds", "fault to exclusion, largest (rounds)", "num"),
+               ("disconnect_ok", "cut-off within Corollary 4.1's bound", "num"),
+               ("alive_max", "most ALIVEs a round (2k+1 = 3)", "num"), ("lost", "lost", "pct")]
+    runs = sorted(exp["runs"], key=lambda r: r["seed"])
+    n = majority_seeds(exp, [m for m, _, _ in columns])
+    per_run: List[Column] = [(h, _run_column(m, style)) for m, h, style in columns]
+    means: List[Column] = [(h, _ours_column(exp["points"], m, style, n)) for m, h, style in columns]
+    return (table(runs, per_run, "seed", lambda r: str(r["seed"])) + "\n\n" +
+            seeds_line(exp, [m for m, _, _ in columns]) + "\n\n" + table(list(exp["points"]), means, "all seeds"))
+
+
+BLOCKS: Dict[str, Callable[[], str]] = {
+    "abc/dp": abc_dp,
+    "abc/dp/verdicts": _verdicts_of("abc", "dp"),
+    "abc/ring-time-unit": abc_ring_time_unit,
+    "abc/ring-time-unit/verdicts": _verdicts_of("abc", "ring-time-unit"),
+    "abc/ci": abc_ci,
+    "abc/ci/verdicts": _verdicts_of("abc", "ci"),
+    "deeco/manet-p": lambda: _deeco_p_table("manet-p", [0, 0.5, 0.9, 1.0]),
+    "deeco/manet-p/age": lambda: _deeco_age_table("manet-p", [("simple.P=0.9", "simple, P = 0.9"),
+                                                               ("boundary.P=0.9", "boundary, P = 0.9")]),
+    "deeco/manet-p/verdicts": _verdicts_of("deeco", "manet-p"),
+    "deeco/manet-p-sparse": lambda: _deeco_p_table("manet-p-sparse", [0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0]),
+    "deeco/manet-p-sparse/verdicts": _verdicts_of("deeco", "manet-p-sparse"),
+    "deeco/manet-200": lambda: _deeco_p_table("manet-200", [0.5, 1.0]),
+    "deeco/manet-200/verdicts": _verdicts_of("deeco", "manet-200"),
+    "deeco/age": lambda: _deeco_age_table("age", [("simple", "simple gossip"), ("boundary", "boundary"),
+                                                  ("pp-27", "push-pull, configuration 27")]),
+    "deeco/age-sparse": lambda: _deeco_age_table("age-sparse", [
+        ("simple", "simple gossip"), ("boundary", "boundary")] + [
+        (f"pp-{c}", f"push-pull, configuration {c}") for c in (24, 27, 28, 29, 34, 40, 54)]),
+    "deeco/age-sparse/verdicts": _verdicts_of("deeco", "age-sparse"),
+    "deeco/ip-groupers": deeco_ip,
+    "deeco/ip-groupers/verdicts": _verdicts_of("deeco", "ip-groupers"),
+    "causal/fig5": causal_table("fig5"),
+    "causal/fig5/verdicts": _verdicts_of("causal", "fig5"),
+    "causal/fig4": causal_table("fig4"),
+    "causal/fig4/verdicts": _verdicts_of("causal", "fig4"),
+    "causal/churn": causal_churn,
+    "causal/churn/verdicts": _verdicts_of("causal", "churn"),
+}
+
+
+def render(text: str) -> Tuple[str, List[str]]:
+    """The document with every generated block rewritten; and the names of blocks it has that
+    BLOCKS does not know."""
+    unknown = []
+
+    def one(match: "re.Match[str]") -> str:
+        name = match.group("name")
+        if name not in BLOCKS:
+            unknown.append(name)
+            return match.group(0)
+        return f"{match.group(1)}{BLOCKS[name]().rstrip()}\n{match.group(4)}"
+
+    return BLOCK.sub(one, text), unknown
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="only say whether the document is up to date")
+    args = parser.parse_args(argv)
+    with open(DOC) as fh:
+        text = fh.read()
+    new, unknown = render(text)
+    if unknown:
+        print(f"{DOC}: unknown generated blocks: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    if args.check:
+        if new != text:
+            sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True), DOC, "generated"))
+            return 1
+        return 0
+    if new != text:
+        with open(DOC, "w") as fh:
+            fh.write(new)
+        print(f"wrote {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
