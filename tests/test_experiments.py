@@ -643,3 +643,15 @@ def test_a_run_made_before_an_agent_file_changed_is_stale_and_named_in_the_plan(
     first = run_name(exp.points[0], exp.seeds[0])
     assert f"{first}" in out and "stale: the code changed (agents/roles/probe.py)" in out, out
     assert out.count("complete ") == 3 and "1 stale run: the experiment makes it again" in out
+    # with --accept-code-changes the run made by other code is kept, and the plan says so
+    runner = Runner(exp, str(tmp_path / "out"), progress=False, accept_code_changes=True)
+    assert show_plan(runner) == 0
+    out = capsys.readouterr().out
+    assert out.count("complete ") == 4 and "kept, though the code changed (agents/roles/probe.py)" in out
+    assert runner.planned[0].status == "complete" and runner.planned[0].entry["parts"]["code"] == "older-code"
+    # a run whose scenario changed as well is made again all the same
+    ledger["runs"][first]["parts"] = dict(ledger["runs"][first]["parts"], scenario="another")
+    (tmp_path / "out" / "experiment.json").write_text(json.dumps(ledger))
+    runner = Runner(exp, str(tmp_path / "out"), progress=False, accept_code_changes=True)
+    runner.plan()
+    assert runner.planned[0].status == "pending" and "the scenario changed" in runner.planned[0].stale

@@ -25,6 +25,9 @@ def register(sub) -> None:
     g.add_argument("--known-hosts", metavar="FILE", help="known-hosts file")
     g.add_argument("--remote-dir", metavar="DIR", help="where runs are kept there")
     g.add_argument("--remote-testbed", metavar="PATH", help="the testbed command there")
+    p.add_argument("--accept-code-changes", action="store_true",
+                   help="keep the complete runs that are stale only because the code that makes runs changed "
+                        "(the plan and the ledger say which code made each); others are made again")
     g.add_argument("--bench-after", type=int, default=None, metavar="K",
                    help="a host whose runs fail K times in a row leaves the pool, its runs going to the others "
                         "(default 3; a host that cannot be reached leaves at once)")
@@ -78,6 +81,7 @@ def run(args) -> int:
     if args.bench_after is not None and args.bench_after < 1:
         raise UsageError(f"--bench-after: {args.bench_after} is not allowed (a whole number, at least 1)")
     runner = Runner(exp, out, progress=not args.quiet, accept_unemulated=accepted,
+                    accept_code_changes=args.accept_code_changes,
                     **({"bench_after": args.bench_after} if args.bench_after else {}))
     if args.plan:
         return show_plan(runner)
@@ -118,6 +122,8 @@ def show_plan(runner) -> int:
         print(f"  {p.name:<{width}} {state:<9} {' '.join(p.point.overrides)}")
         for reason in p.stale:
             print(f"  {'':<{width}}   stale: {reason}")
+        for reason in p.kept:
+            print(f"  {'':<{width}}   kept, though {reason} (--accept-code-changes)")
     stale = sum(1 for p in planned if p.stale)
     if stale:
         print(f"  {stale} stale run{'s' if stale > 1 else ''}: the experiment makes {'them' if stale > 1 else 'it'} "

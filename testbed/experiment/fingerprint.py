@@ -114,6 +114,18 @@ def digest(p: Dict[str, Any]) -> str:
     return _hash({k: v for k, v in p.items() if k != "images"})
 
 
+def only_the_code_differs(old: Optional[Dict[str, Any]], new: Dict[str, Any]) -> bool:
+    """Whether a run made with the parts `old` differs from `new` in its code alone (images
+    compared only where both are known)."""
+    if not old or old.get("code") == new["code"]:
+        return False
+    same = all(old.get(k) == new[k] for k in ("scenario", "topology", "files", "seed"))
+    same = same and old.get("accept", []) == new["accept"]
+    if old.get("images") is not None and new["images"] is not None:
+        same = same and old["images"] == new["images"]
+    return same
+
+
 def stale_reasons(old: Optional[Dict[str, Any]], new: Dict[str, Any],
                   code_files: Dict[str, Dict[str, str]]) -> List[str]:
     """Why a run made with the parts `old` is not the run `new` would make; [] when it is.

@@ -9,7 +9,7 @@ Files written in the experiment directory:
     runs.parquet, runs.csv        one row per complete run: run, point, scenario, one column per
                                   grid parameter (and for quantities such as `50s` its number in
                                   base units beside it: duration_s), seed, host, wall_s, run_id,
-                                  one column per measure
+                                  code (the digest of the code that made it), one column per measure
     summary.parquet, summary.csv  one row per point and measure: the grid columns, n, mean, sd,
                                   ci95_low, ci95_high (Student's t over seeds), reference (low,
                                   high, source), ratio
@@ -152,7 +152,7 @@ def tidy(runner: Runner, results: Dict[str, Dict[str, Any]]) -> List[Dict[str, A
         row: Dict[str, Any] = {"run": p.name, "point": p.point.id, "scenario": p.point.scenario.label}
         row.update(grid_cells(exp, p.point))
         row.update({"seed": p.seed, "host": p.host, "wall_s": p.wall_s,
-                    "run_id": (res.get("run") or {}).get("id")})
+                    "run_id": (res.get("run") or {}).get("id"), "code": (p.entry.get("parts") or {}).get("code")})
         for m in exp.measures:
             row[m.name] = number(lookup(res, m.path))
         rows.append(row)
@@ -297,7 +297,7 @@ def write(exp: Experiment, runner: Runner, master: Optional[str] = None, reanaly
     curves = over_time(exp, runner, results)
     out = runner.out
     columns = ["run", "point", "scenario"] + grid_columns(exp) + \
-        ["seed", "host", "wall_s", "run_id"] + [m.name for m in exp.measures]
+        ["seed", "host", "wall_s", "run_id", "code"] + [m.name for m in exp.measures]
     runs_df = pd.DataFrame(rows, columns=columns)
     summary_df = pd.DataFrame(summary, columns=["point", "scenario"] + grid_columns(exp) + list(SUMMARY_COLUMNS[2:]))
     shapes_df = pd.DataFrame(shape_rows(shapes), columns=list(SHAPE_COLUMNS))

@@ -64,6 +64,7 @@ class Planned:
     parts: Dict = field(default_factory=dict)
     status: str = "pending"     # pending, complete (from before), running, completed, failed, interrupted
     stale: List[str] = field(default_factory=list)  # why a run completed before is made again
+    kept: List[str] = field(default_factory=list)   # why it would be, kept with accept_code_changes
     tried: set = field(default_factory=set)          # the hosts it was given to
     wall_s: Optional[float] = None
     host: Optional[str] = None
@@ -118,8 +119,11 @@ class Lock:
 
 class Runner:
     def __init__(self, exp: Experiment, out_dir: str, progress: bool = True, accept_unemulated: Tuple[str, ...] = (),
-                 python: str = sys.executable, bench_after: int = BENCH_AFTER) -> None:
+                 python: str = sys.executable, bench_after: int = BENCH_AFTER,
+                 accept_code_changes: bool = False) -> None:
         self.exp = exp
+        #: keep the runs that are stale only because the code that makes runs changed
+        self.accept_code_changes = accept_code_changes
         self.bench_after = bench_after
         self.benched: Dict[str, str] = {}  # host -> why it left the pool
         self._executed = False
@@ -157,6 +161,8 @@ class Runner:
             p.entry = dict(entry)
             if entry.get("status") == "completed" and _manifest_status(self.run_dir(name)) == "completed":
                 p.stale = fp.stale_reasons(entry.get("parts"), parts, code_files)
+                if p.stale and self.accept_code_changes and fp.only_the_code_differs(entry.get("parts"), parts):
+                    p.kept, p.stale = p.stale, []  # the user keeps runs made by other code
                 if not p.stale:
                     p.status = "complete"
                     p.wall_s = entry.get("wall_s")
@@ -243,6 +249,10 @@ class Runner:
                       + (f", about {_fmt_time(self._remaining(todo))}" if todo else ""))
             for reason, count in _tally(r for p in stale for r in p.stale):
                 self._say(f"  stale: {count} run{'s' if count > 1 else ''}: {reason}")
+            kept = [p for p in self.planned if p.kept]
+            if kept:
+                self._say(f"  kept: {len(kept)} complete run{'s' if len(kept) > 1 else ''} made by other code "
+                          f"({kept[0].kept[0]}), as --accept-code-changes asks")
             queue = list(todo)
             previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
             for s in previous:
