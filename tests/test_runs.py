@@ -245,19 +245,30 @@ def test_interrupting_a_run_while_its_containers_start_leaves_none(no_leftovers,
     scenario.write_text(MANY)
     proc = subprocess.Popen([sys.executable, "-m", "testbed", "run", str(scenario), "--out", str(tmp_path / "run"),
                              "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    client = docker.from_env()
-    deadline = time.monotonic() + 120
-    count = 0
-    while time.monotonic() < deadline and proc.poll() is None:
-        count = len(client.containers.list(all=True, filters={"label": LABEL_LAB}))
-        if count >= 5:
-            break
-        time.sleep(0.05)
-    assert 5 <= count < 60, f"the interrupt should come while the containers start ({count} there)"
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=180)
-    assert proc.returncode == 130, stderr
-    assert client.containers.list(all=True, filters={"label": LABEL_LAB}) == []
+    client = docker.from_env().api
+
+    def lab_containers():
+        # the plain list (no inspect of each, which fails on a container removed meanwhile)
+        return client.containers(all=True, filters={"label": LABEL_LAB})
+
+    try:
+        deadline = time.monotonic() + 120
+        count = 0
+        while time.monotonic() < deadline and proc.poll() is None:
+            count = len(lab_containers())
+            if count >= 5:
+                break
+            time.sleep(0.05)
+        assert 5 <= count < 60, f"the interrupt should come while the containers start ({count} there)"
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=180)
+        assert proc.returncode == 130, stderr
+        assert lab_containers() == []
+    finally:
+        if proc.poll() is None:  # a failed assertion must not leave the run going on under the next tests
+            proc.kill()
+            proc.wait()
+        client.close()
     assert not leftovers()
 
 
