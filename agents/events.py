@@ -109,6 +109,22 @@ EVENTS: Dict[str, Dict[str, Field]] = {
         "retransmissions": ("integer", "retransmissions (on stopped)"),
         "pending_reliable": ("integer", "reliable datagrams still unacknowledged (on stopped)"),
     },
+    "fidelity": {
+        "window_us": ("integer", "the window's length in wall-clock microseconds (about a second)"),
+        "wakeups": ("integer", "timer wake-ups in the window (sleeps and periodic ticks of the role)"),
+        "late_p50_us": ("integer", "the median lateness of those wake-ups, virtual microseconds"),
+        "late_p99_us": ("integer", "their 99th percentile lateness, virtual microseconds"),
+        "late_max_us": ("integer", "their largest lateness, virtual microseconds"),
+        "late_hist": ("object", "lateness histogram: bucket b → wake-ups late by [2^(b/4), 2^((b+1)/4)) "
+                                "virtual microseconds (bucket 0 from 0)"),
+        "periodic": ("integer", "wake-ups of tasks with a period (a tick, a paced send)"),
+        "late_periodic": ("integer", "of those, the wake-ups late by more than a tenth of their period and "
+                                     "by more than 2 ms"),
+        "skipped": ("integer", "ticks periodic tasks skipped because they fell more than a period behind"),
+        "loop_lag_us": ("integer", "the event loop's largest lag: how late the runtime's 200 ms probe woke "
+                                   "(virtual microseconds)"),
+        "cpu_us": ("integer", "CPU time the agent's process used in the window, microseconds"),
+    },
     "error": {
         "where": ("string", "what raised: the role's run, its message handler (on_message) or its stop"),
         "error": ("string", "the exception's type and message"),

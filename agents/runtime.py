@@ -8,6 +8,11 @@ reliable links, and writes the event log: JSON lines of send, receive, deliver, 
 reason), retransmit and state events, each stamped with CLOCK_REALTIME in nanoseconds, the
 clock that every node on the machine shares and that packet captures use.
 
+Roles take their time from `agent.clock` (agents/clock.py): virtual time when the run is
+time-dilated (the config's `time_dilation`), and every timer's wake-up measured; the runtime writes what it measured as a
+`fidelity` event every second of wall-clock time (how late timers woke, the event loop's lag, the
+CPU the agent used), so that the analysis can tell whether the machine kept up.
+
 With `wait_for_start` (runs), the role starts on SIGUSR2, so that the workload begins for all
 agents at the same moment after the warm-up; an agent started mid-run (`--start-now`) starts its
 workload at once, and its role sees `config.late_start`. SIGUSR1 ends the workload: the role's main loop stops (no new messages), while the agent keeps
@@ -35,10 +40,14 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import wire
+from .clock import Clock
 from .roles import role_module
 from .wire import Ext, Flags, Header, MessageType
 
 DEFAULT_PORT = 7777
+#: wall-clock seconds between two `fidelity` events, and between two probes of the loop's lag
+FIDELITY_WINDOW_S = 1.0
+LAG_PROBE_S = 0.2
 #: in the node's directory: its current position on a radio segment, replaced atomically by the
 #: testbed at every tick that moves it (testbed.media.radio)
 POSITION_FILE = "position.json"
@@ -124,6 +133,10 @@ class Config:
     reliable_timeout_ms: float = 200.0
     reliable_tries: int = 20
     run_seed: int = 0  # the scenario's seed, the same for every node (the node's own is `seed`)
+    #: the emulated world runs this many times slower than the wall clock (agents/clock.py)
+    time_dilation: float = 1.0
+    #: the wall-clock instant (ns) from which every node's virtual clock counts; None: the agent's start
+    clock_origin_ns: Optional[int] = None
 
     @classmethod
     def load(cls, path: str) -> "Config":
@@ -167,6 +180,7 @@ class Agent:
         self.name = config.node
         self.id = config.node_id
         self.rng = random.Random(config.seed)
+        self.clock = Clock(config.time_dilation, config.clock_origin_ns)
         self.log = EventLog(config.log, config.node)
         self.by_id = {info["id"]: name for name, info in config.nodes.items()}
         self.by_address = {info["address"]: name for name, info in config.nodes.items() if info.get("address")}
@@ -179,6 +193,7 @@ class Agent:
         self._seen_reliable: Dict[Tuple[int, int, int, int], float] = {}
         self.role: Optional[Role] = None
         self.counters = {"sent_datagrams": 0, "received_datagrams": 0, "retransmissions": 0}
+        self._window_start = time.monotonic()  # of the fidelity window now open
 
     # -- sending ----------------------------------------------------------------------------------
 
@@ -224,7 +239,7 @@ class Agent:
                 self._sendto(datagram, address)
                 if reliable:
                     key = (target, header.origin, seq, frag_index)
-                    self._pending[key] = [datagram, 1, time.monotonic() + self.config.reliable_timeout_ms / 1000,
+                    self._pending[key] = [datagram, 1, self.clock.time() + self.config.reliable_timeout_ms / 1000,
                                           address]
         return seq
 
@@ -238,8 +253,8 @@ class Agent:
     async def _retransmit_loop(self) -> None:
         period = max(self.config.reliable_timeout_ms / 4000, 0.005)
         while True:
-            await asyncio.sleep(period)
-            now = time.monotonic()
+            await asyncio.sleep(self.clock.wall(period))  # the runtime's own: not a role's timer
+            now = self.clock.time()
             for key, entry in list(self._pending.items()):
                 datagram, tries, deadline, address = entry
                 target = key[0]
@@ -282,8 +297,8 @@ class Agent:
             key = (header.sender, header.origin, header.sequence, header.frag_index)
             if key in self._seen_reliable:
                 return  # a retransmission of what arrived already: acknowledged again, not delivered twice
-            self._seen_reliable[key] = time.monotonic()
-        whole = self._reassembler.add(header, payload, time.monotonic())
+            self._seen_reliable[key] = self.clock.time()
+        whole = self._reassembler.add(header, payload, self.clock.time())
         if whole is None:
             return
         header, body = whole
@@ -308,16 +323,29 @@ class Agent:
                        seq=header.sequence, message_id=header.message_id, **fields)
 
     async def _housekeeping(self) -> None:
+        """Every LAG_PROBE_S: the log flushed, incomplete messages expired, and the loop's lag
+        measured (how late this very sleep woke); every FIDELITY_WINDOW_S, the `fidelity` event."""
         while True:
-            await asyncio.sleep(0.2)
+            asked = time.monotonic() + LAG_PROBE_S
+            await asyncio.sleep(LAG_PROBE_S)
+            woke = time.monotonic()
+            self.clock.monitor.loop_lag((woke - asked) / self.clock.dilation)
+            if woke - self._window_start >= FIDELITY_WINDOW_S - LAG_PROBE_S / 2:
+                self._log_fidelity()
             self.log.flush()
-            now = time.monotonic()
+            now = self.clock.time()
             for key, got, expected in self._reassembler.expire(now):
                 self.log.write("drop", reason="incomplete message", origin=self.by_id.get(key[0], key[0]),
                                seq=key[1], fragments=got, expected=expected)
             for key, since in list(self._seen_reliable.items()):
                 if now - since > 60:
                     del self._seen_reliable[key]
+
+    def _log_fidelity(self) -> None:
+        now = time.monotonic()
+        self.log.write("fidelity", window_us=int(round((now - self._window_start) * 1e6)),
+                       **self.clock.monitor.window())
+        self._window_start = now
 
     # -- life cycle -------------------------------------------------------------------------------
 
@@ -370,6 +398,7 @@ class Agent:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        self._log_fidelity()
         self.log.write("state", state="stopped", **self.counters, pending_reliable=len(self._pending))
         self._transport.close()
         self.log.close()

@@ -27,6 +27,7 @@ class RunInfo:
     uri: str                   # the run directory as given, without a trailing slash
     manifest: dict
     radio: Optional[object] = None  # its radio medium's records (spark_analysis.radio.read), if it has one
+    host: Optional[list] = None  # its host.jsonl samples (spark_analysis.fidelity.read_host), if it has them
 
     @property
     def t0(self) -> int:
@@ -76,6 +77,23 @@ def local_path(uri: str) -> Optional[str]:
     if uri.startswith("file:"):
         return "/" + uri[len("file:"):].lstrip("/")
     return uri if "://" not in uri else None
+
+
+def read_text(spark, uri: str) -> Optional[str]:
+    """A small file's whole text, from the local file system or any file system Spark reads;
+    None when it does not exist."""
+    local = local_path(uri)
+    if local is not None:
+        try:
+            with open(local) as fh:
+                return fh.read()
+        except FileNotFoundError:
+            return None
+    try:
+        rows = spark.read.text(uri, wholetext=True).collect()
+    except Exception:  # Spark raises AnalysisException for a missing path
+        return None
+    return rows[0][0] if rows else ""
 
 
 def read_manifest(spark, uri: str) -> RunInfo:

@@ -24,10 +24,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
 
-from . import radio, radio_report
+from . import fidelity, radio, radio_report
 from .heap import large_array_heap
 from .inputs import (KIND_FILE, AnalysisError, RunInfo, local_path, normalise, read_events, read_manifest, read_packets,
-                     read_reduced)
+                     read_reduced, read_text)
+from .logreader import NOTABLE_KINDS
 
 RESULTS_VERSION = 1
 STAGES = ["starting Spark", "reading manifests", "decoding pcaps", "reading logs", "metrics", "checks",
@@ -93,8 +94,9 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
     prog.stages = LOCAL_STAGES if use_local else STAGES
     prog.stage("reading manifests")
     runs = [read_manifest(spark, u) for u in uris]
-    for r in runs:  # the radio medium's records, of runs that have one
+    for r in runs:  # the radio medium's records, of runs that have one; the machine's samples
         r.radio = radio.read(spark, r)
+        r.host = fidelity.read_host(lambda uri: read_text(spark, uri), r.uri)
     seen: Dict[str, str] = {}
     for r in runs:
         if r.run_id in seen:
@@ -234,11 +236,13 @@ def _write_receptions(spark, c, runs: List[RunInfo], partial: Dict[str, str]) ->
 
 
 def notable_events_filter(F):
-    """The events every run's results need in full, few as they are: the roles' errors, and the
-    state events the protocol analyses read (spark_analysis.protocols)."""
+    """The events every run's results need in full, few as they are: the roles' errors, the
+    agents' fidelity windows (one a second per agent), and the state events the protocol
+    analyses read (spark_analysis.protocols)."""
     from .protocols import states
 
-    return (F.col("event") == "error") | ((F.col("event") == "state") & F.col("state").isin(list(states())))
+    return (F.col("event").isin(list(NOTABLE_KINDS))
+            | ((F.col("event") == "state") & F.col("state").isin(list(states()))))
 
 
 def undeclared_fields(spark, r: RunInfo) -> List[str]:
@@ -310,6 +314,9 @@ def _measures(runs: List[RunInfo], c, files: List[dict], corrupt: Dict[str, int]
             "per_node": c.per_node(rid),
             "series": c.series(rid),
         }
+        results[rid]["fidelity"] = fidelity.measures(
+            r.manifest, r.t0, notable[(notable["run"] == rid) & (notable["event"] == "fidelity")], r.host,
+            [p.shortfall(results[rid].get(p.NAME)) for p in plugins() if hasattr(p, "shortfall")])
     return results
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from .inputs import RunInfo, local_path
+from .logreader import NOTABLE_KINDS
 from .pcapreader import COLUMNS, node_of, read_file
 from .radio import Schedule, interval_of, receivers
 
@@ -248,7 +249,7 @@ def log_task(info: dict, path: str) -> dict:
     if deliveries.num_rows:
         _write_ipc(_names_encoded(deliveries.select(DELIVERY_COLUMNS)),
                    os.path.join(info["hand"], f"deliveries-{stem}.arrow"))
-    notable = table.filter(pc.or_(pc.equal(event, "error"), pc.and_(
+    notable = table.filter(pc.or_(pc.is_in(event, value_set=pa.array(list(NOTABLE_KINDS), pa.string())), pc.and_(
         pc.equal(event, "state"), pc.is_in(table.column("state"), value_set=pa.array(list(states()), pa.string())))))
     if notable.num_rows:
         _write_ipc(notable.drop_columns(["_corrupt_record"]), os.path.join(info["hand"], f"notable-{stem}.arrow"))

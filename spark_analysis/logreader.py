@@ -31,6 +31,9 @@ CORRUPT = "_corrupt_record"
 #: (field, "long" | "string" | "bool") of every column, the corrupt record's last
 FIELDS: List[Tuple[str, str]] = columns() + [(CORRUPT, "string")]
 DECLARED = frozenset(name for name, _ in FIELDS[:-1])
+#: the kinds of event every run's results read in full, whichever engine reads the logs: the
+#: roles' errors and the agents' fidelity windows (besides the protocol analyses' state events)
+NOTABLE_KINDS = ("error", "fidelity")
 
 # a list or object value, up to two levels of nesting, its strings skipped whole (a ] or } inside
 # a name does not end it), never past the end of its line: it becomes a JSON string holding the same text

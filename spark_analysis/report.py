@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Tuple
 
 import matplotlib
 
+from . import fidelity
 from .html import fmt, table
 from .protocols import plugins
 
@@ -169,6 +170,7 @@ def write_plots(out_dir: str, results: dict, latency_samples: List[float], heat:
     node_order = list(results.get("per_node", {}))
     plot_heatmap(os.path.join(out_dir, "heatmap.png"), heat, sorted(node_order, key=_natural))
     plot_types(os.path.join(out_dir, "types.png"), results.get("overhead", {}))
+    fidelity.write_plot(out_dir, results.get("fidelity"), run.get("timeline", []), t0)
 
 
 def write_report(out_dir: str, results: dict, shared: Optional[Tuple[str, List[str]]] = None) -> None:
@@ -211,6 +213,7 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
              table(["scenario", "status", "seed", "duration (s)", "nodes", "started"],
                     [[run.get("scenario"), run.get("status"), run.get("seed"), run.get("duration_s"), run.get("nodes"),
                       run.get("started_at")]])]
+    parts.append(fidelity.html(res.get("fidelity"), out_dir))
     inp = res.get("input", {})
     parts.append("<h2>Input</h2>")
     parts.append(table(["testbed packets", "other packets", "pcap files", "damaged files", "unreadable log lines"],

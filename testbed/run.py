@@ -30,6 +30,7 @@ from . import __version__
 from .agent_config import node_ids
 from .errors import TestbedError, UsageError
 from .faults import Nemesis
+from .monitor import HOST_FILE, HostMonitor
 from .names import run_lab_name
 from .network import Lab
 from .rundir import (MANIFEST_VERSION, TimelineLog, collect_logs, forget_running, record_running,
@@ -125,6 +126,7 @@ class Run:
         self.lab = Lab(scenario.topology, lab_name, accept_unemulated=accept_unemulated, workdir=self.dir,
                        seed=scenario.seed, progress=lambda m: self.progress.set(m), hold_workload=True)
         self.captures = None
+        self.monitor: Optional[HostMonitor] = None
         self.nemesis: Optional[Nemesis] = None
         self.executed: List[Dict[str, Any]] = []
         self.manifest: Dict[str, Any] = {}
@@ -201,6 +203,9 @@ class Run:
         self.manifest["build_seconds"] = dict(self.lab.timings)
         self.manifest.update(self.lab.media_manifest())
         self._write_manifest()
+        # the machine's side of fidelity, from the warm-up on (the analysis judges from t0)
+        self.monitor = HostMonitor(self.dir, lambda: {n: s.netns_pid for n, s in self.lab.started.items()})
+        self.monitor.start()
         self.nemesis = Nemesis(self.lab)
         self.progress.set("warm-up")
         warmup_end = time.monotonic() + scenario.warmup_ms / 1000
@@ -276,6 +281,14 @@ class Run:
                 problems.append(f"agents killed after not stopping within 3 s: {', '.join(late)}")
         except Exception as exc:
             problems.append(f"stopping agents: {exc}")
+        if self.monitor is not None:
+            try:
+                self.monitor.stop()
+                self.manifest["host_monitor"] = {"file": HOST_FILE, "samples": self.monitor.samples,
+                                                 "interval_s": self.monitor.interval,
+                                                 **({"error": self.monitor.error} if self.monitor.error else {})}
+            except Exception as exc:
+                problems.append(f"host monitor: {exc}")
         if self.captures is not None:
             time.sleep(1.1)  # libpcap hands over buffered packets within its 1 s timeout
             try:

@@ -10,6 +10,7 @@ load time.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
@@ -25,7 +26,7 @@ from .units import TIME_ALLOWED, parse_time_ms
 from .yamlio import Located, Path, load_file, load_text, load_value
 
 TOP_KEYS = ("name", "description", "topology", "seed", "duration", "warmup", "quiet", "workload", "capture",
-            "timeline")
+            "fidelity", "timeline")
 WORKLOAD_KEYS = ("defaults", "kinds", "nodes")
 WORKLOAD_NODE_KEYS = ("role", "params", "start")
 #: a node's `start`: with the network (at once), or by the timeline's `start` action (a node that
@@ -51,6 +52,8 @@ class Scenario:
     capture: Dict[str, Any]
     schedule: List[Planned]
     description: str = ""
+    #: the run's own fidelity thresholds: indicator → [degraded above, unfaithful above] (testbed/monitor.py)
+    fidelity: Dict[str, List[Optional[float]]] = field(default_factory=dict)
     raw: Dict[str, Any] = field(default_factory=dict)
 
     def files(self) -> List[Tuple[str, str]]:
@@ -70,7 +73,8 @@ class Scenario:
             "name": self.name, "description": self.description, "source": self.source,
             "topology": self.topology_source, "seed": self.seed,
             "duration_s": self.duration_ms / 1000, "warmup_s": self.warmup_ms / 1000, "quiet_s": self.quiet_ms / 1000,
-            "capture": dict(self.capture), "workload": self.raw.get("workload") or {},
+            "capture": dict(self.capture), "fidelity": {k: list(v) for k, v in self.fidelity.items()},
+            "workload": self.raw.get("workload") or {},
             "timeline": self.raw.get("timeline") or [],
             "schedule": [a.describe() for a in self.schedule],
         }
@@ -156,6 +160,7 @@ def parse_scenario(doc: Located, seed_override: Optional[int] = None) -> Scenari
                 raise r.fail(("capture", key), f"{value!r} is not allowed", f"a whole number from {low} to {high}")
             capture[key] = value
 
+    fidelity = _fidelity(r, top.get("fidelity"))
     workload = r.mapping(top.get("workload"), ("workload",), WORKLOAD_KEYS)
     try:
         topology = parse_topology(topo_doc)
@@ -179,7 +184,34 @@ def parse_scenario(doc: Located, seed_override: Optional[int] = None) -> Scenari
                          f"a timeline entry {{at: ..., action: start, node: {node_name}}}, or start: at-once")
     return Scenario(name=name, source=doc.file, topology=topology, topology_source=topology_source, seed=seed,
                     duration_ms=duration, warmup_ms=warmup, quiet_ms=quiet, capture=capture, schedule=schedule,
-                    description=description.strip(), raw=dict(top))
+                    description=description.strip(), raw=dict(top), fidelity=fidelity)
+
+
+FIDELITY_ALLOWED = ("[degraded above, unfaithful above]: two numbers from 0 (shares from 0 to 1; loop_lag_ms in "
+                    "ms), or null for no such level, the first not above the second")
+
+
+def _fidelity(r: Reader, value: Any) -> Dict[str, List[Optional[float]]]:
+    """The scenario's own fidelity thresholds (testbed/monitor.py's THRESHOLDS names them)."""
+    from .monitor import THRESHOLDS
+
+    raw = r.mapping(value, ("fidelity",), tuple(THRESHOLDS))
+    out: Dict[str, List[Optional[float]]] = {}
+    for key, pair in raw.items():
+        path = ("fidelity", key)
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise r.fail(path, f"{pair!r} is not allowed", FIDELITY_ALLOWED)
+        levels: List[Optional[float]] = []
+        for level in pair:
+            ok = level is None or (isinstance(level, (int, float)) and not isinstance(level, bool)
+                                   and math.isfinite(level) and level >= 0 and (key.endswith("_ms") or level <= 1))
+            if not ok:
+                raise r.fail(path, f"{level!r} is not allowed", FIDELITY_ALLOWED)
+            levels.append(None if level is None else float(level))
+        if None not in levels and levels[0] > levels[1]:
+            raise r.fail(path, f"degraded above {levels[0]:g} is above unfaithful above {levels[1]:g}", FIDELITY_ALLOWED)
+        out[key] = levels
+    return out
 
 
 def _apply_workload(r: Reader, topology: Topology, workload: Dict[str, Any]) -> None:

@@ -176,6 +176,7 @@ def topology_schema() -> Dict[str, Any]:
 def scenario_schema() -> Dict[str, Any]:
     from .actions import action_class, action_names
     from .actions.base import DIRECTIONS
+    from .monitor import MEANING, THRESHOLDS
     from .scenario import CAPTURE_KEYS, STARTS, TOP_KEYS, WORKLOAD_KEYS
     from agents.roles import role_names
 
@@ -223,6 +224,12 @@ def scenario_schema() -> Dict[str, Any]:
                                        "snaplen": {"type": "integer", "minimum": 96, "maximum": 262144},
                                        "buffer_mib": {"type": "integer", "minimum": 1, "maximum": 1024}},
                         "propertyNames": {"enum": list(CAPTURE_KEYS)}},
+            "fidelity": {"type": "object", "additionalProperties": False,
+                         "description": "the run's own fidelity thresholds (docs/ANALYSIS.md, Fidelity)",
+                         "properties": {key: {"type": "array", "minItems": 2, "maxItems": 2,
+                                              "description": f"{MEANING[key]}: [degraded above, unfaithful above]",
+                                              "items": {"type": ["number", "null"], "minimum": 0}}
+                                        for key in THRESHOLDS}},
             "workload": {"type": "object", "additionalProperties": False,
                          "propertyNames": {"enum": list(WORKLOAD_KEYS)},
                          "properties": {"defaults": workload_node,
@@ -285,6 +292,9 @@ def experiment_schema() -> Dict[str, Any]:
             "judge": {"enum": ["intervals", "means"],
                       "description": "how the shapes are judged: from the seeds' spread (intervals, the default) "
                                      "or from the means alone (for a reduced experiment of one seed)"},
+            "accept_unfaithful": {"type": "boolean",
+                                  "description": "judge shapes on points with runs the fidelity monitor called "
+                                                 "unfaithful (by default such shapes are not shown)"},
             "hosts": {"type": "array", "minItems": 1, "items": {"oneOf": [
                 {"type": "string", "description": "local, or USER@HOST[:PORT]"},
                 {"type": "object", "required": ["target"], "additionalProperties": False,

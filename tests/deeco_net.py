@@ -9,6 +9,7 @@ import heapq
 import random
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
+from agents.clock import Clock
 from agents.roles import role_module
 from agents.runtime import Position
 from agents.wire import Header, MessageType
@@ -41,6 +42,7 @@ class _Agent:
         self.rng = random.Random(self.config.seed)
         self.by_id = {info["id"]: n for n, info in nodes.items()}
         self.log = _Log(net, name)
+        self.clock = Clock()
         self._sequence = 0
 
     def send(self, mtype, body=b"", to="broadcast", reliable=False, message_id=0, extensions=None, origin=None,

@@ -61,3 +61,25 @@ def binomial_interval(n: int, p: float, confidence: float = 0.999) -> Tuple[int,
         acc += pmf[hi]
         hi -= 1
     return lo, hi
+
+
+def cli_in_process(*args, cwd=None) -> Tuple[int, str, str]:
+    """`testbed ARGS` run in this process, with what it printed: (exit code, stdout, stderr). Its
+    analysis takes the suite's Spark session (SparkSession.getOrCreate: tests/conftest.py's
+    `spark`) instead of starting a JVM of its own, which is most of what a short analysis costs.
+    Runs it starts are processes of their own all the same."""
+    import contextlib
+    import io
+
+    from testbed.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    before = os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([str(a) for a in args])
+    finally:
+        os.chdir(before)
+    return code, out.getvalue(), err.getvalue()

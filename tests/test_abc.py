@@ -18,6 +18,7 @@ from typing import Any, Dict, List
 import pytest
 
 from agents.abc.common import decode
+from agents.clock import Clock
 from agents.abc.component import Component, providers
 from agents.roles import check_structure, role_module
 from agents.wire import Flags, Header, MessageType
@@ -56,6 +57,7 @@ class _Agent:
         self.config = _Config(name, nodes, nodes[name]["params"], net.seed)
         self.by_id = {info["id"]: n for n, info in nodes.items()}
         self.log = _Log()
+        self.clock = Clock()
         self._sequence = 0
         self.role = None
 
@@ -215,6 +217,8 @@ def test_a_paced_node_transmits_one_at_a_time_at_rate_lambda_t_in_fifo_order():
         class config:
             seed = 3
 
+        clock = Clock()
+
         def send(self, mtype, to, **kw):
             sent.append((time.monotonic(), mtype, to, kw.get("tag")))
 
@@ -265,6 +269,7 @@ def _paced(clock: _FakeClock, cost: float, sent: list, seed: int = 3):
             pass
 
         log = _Log()
+        clock = Clock()
 
         def send(self, mtype, to, **kw):
             sent.append((clock.now, to[0]))
@@ -272,7 +277,7 @@ def _paced(clock: _FakeClock, cost: float, sent: list, seed: int = 3):
 
     Agent.config.seed = seed
     tx = Transmitter(Agent(), {"transmission_rate": 15, "time_unit_ms": 100})
-    tx.clock, tx.sleep = clock.time, clock.sleep
+    tx.clock = Clock(monotonic=clock.time, wall_sleep=clock.sleep)
     return tx
 
 
@@ -488,7 +493,7 @@ def _from_logs(run_dir):
 
 
 @pytest.fixture(scope="module")
-def abc_runs(machine, images, tmp_path_factory):
+def abc_runs(machine, images, spark, tmp_path_factory):
     """The six small runs and the lossy one, analysed together in one Spark job."""
     from testbed.cleanup import leftovers
     base = tmp_path_factory.mktemp("abc")
@@ -516,8 +521,10 @@ def abc_runs(machine, images, tmp_path_factory):
         assert res.returncode == 0, f"{name}: {res.stderr[-3000:]}"
         dirs[name] = str(out)
     assert not leftovers(), "the runs left testbed objects behind"
-    res = _testbed("analyze", "--quiet", *dirs.values(), timeout=900)
-    assert res.returncode == 0, res.stderr[-3000:]
+    from .helpers import cli_in_process
+
+    code, _, stderr = cli_in_process("analyze", "--quiet", *dirs.values())
+    assert code == 0, stderr[-3000:]
     results = {}
     for name, d in dirs.items():
         with open(os.path.join(d, "report", "results.json")) as fh:

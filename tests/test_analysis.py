@@ -414,14 +414,16 @@ def test_analyze_refuses_what_is_not_a_run_directory(tmp_path):
 
 
 @pytest.mark.spark
-def test_a_broken_manifest_is_a_usage_error_and_an_old_report_survives(synthetic, tmp_path):
+def test_a_broken_manifest_is_a_usage_error_and_an_old_report_survives(synthetic, spark, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(synthetic["clean"], run)
     (run / "report").mkdir()
     (run / "report" / "results.json").write_text("{}")
     (run / "manifest.json").write_text("{not json")
-    res = run_testbed("analyze", "--quiet", str(run))
-    assert res.returncode == 2 and "manifest.json" in res.stderr and "not JSON" in res.stderr
+    from .helpers import cli_in_process
+
+    code, _, stderr = cli_in_process("analyze", "--quiet", run)
+    assert code == 2 and "manifest.json" in stderr and "not JSON" in stderr
     assert (run / "report" / "results.json").read_text() == "{}"
     assert not (run / "report.partial").exists()
 
@@ -430,7 +432,7 @@ def test_a_broken_manifest_is_a_usage_error_and_an_old_report_survives(synthetic
 
 @pytest.mark.spark
 @pytest.mark.network
-def test_real_run_analysis_matches_logs_and_tshark(no_leftovers, images, tmp_path):
+def test_real_run_analysis_matches_logs_and_tshark(no_leftovers, images, spark, tmp_path):
     """`testbed run --analyze` on T[3,2,2] with a lossy link and a killed node: metrics equal the
     logs' counts, and every pcap decodes to what tshark reports for the same file."""
     scenario = tmp_path / "s.yaml"
@@ -449,9 +451,11 @@ timeline:
   - {{at: 4s, action: kill, node: c9}}
 """)
     out = tmp_path / "run"
-    res = run_testbed("run", str(scenario), "--out", str(out), "--analyze", "--quiet", timeout=600)
-    assert res.returncode == 0, res.stderr
-    assert "report:" in res.stdout and "delivery ratio" in res.stdout
+    from .helpers import cli_in_process
+
+    code, stdout, stderr = cli_in_process("run", scenario, "--out", out, "--analyze", "--quiet")
+    assert code == 0, stderr
+    assert "report:" in stdout and "delivery ratio" in stdout and "fidelity: " in stdout
     with open(out / "report" / "results.json") as fh:
         r = json.load(fh)
     events = {}

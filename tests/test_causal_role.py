@@ -17,7 +17,7 @@ from agents.roles import check_params, check_structure
 from spark_analysis.checks.tickets import check_ticket_uniqueness
 from spark_analysis.history import down_intervals
 
-from .test_deeco import ROOT, _testbed
+from .test_deeco import ROOT
 
 
 def _nodes(count=6, joiners=0, members=0, **params):
@@ -77,13 +77,15 @@ def _logs(run_dir):
 
 
 @pytest.fixture(scope="module")
-def reduced(machine, images, tmp_path_factory):
+def reduced(machine, images, spark, tmp_path_factory):
     """experiments/causal/reduced.yaml, run once: its directory, and per point its run directory."""
     from testbed.cleanup import leftovers
 
+    from .helpers import cli_in_process
+
     out = tmp_path_factory.mktemp("causal") / "reduced"
-    res = _testbed("experiment", f"{ROOT}/experiments/causal/reduced.yaml", "--out", str(out), timeout=1500)
-    assert res.returncode == 0, res.stderr[-3000:]
+    code, _, stderr = cli_in_process("experiment", f"{ROOT}/experiments/causal/reduced.yaml", "--out", out)
+    assert code == 0, stderr[-3000:]
     assert not leftovers(), "the runs left testbed objects behind"
     return out, {p.split("-s")[0]: str(out / "runs" / p) for p in os.listdir(out / "runs")}
 

@@ -355,7 +355,7 @@ def test_real_boundary_run_rebroadcasts_nothing_outside_the_boundary(deeco_runs)
 
 @pytest.mark.network
 @pytest.mark.spark
-def test_reduced_experiments_run_and_show_the_theses_orderings(tmp_path, no_leftovers):
+def test_reduced_experiments_run_and_show_the_theses_orderings(tmp_path, no_leftovers, spark):
     """experiments/deeco/reduced.yaml: small versions of the MANET sweep, the knowledge-age
     comparison (push-pull's place in it is the full experiment's: it is not the thesis's here) and
     IP gossip against groupers, analysed by the DEECo plugin."""
@@ -364,8 +364,10 @@ def test_reduced_experiments_run_and_show_the_theses_orderings(tmp_path, no_left
     import pandas as pd
 
     out = tmp_path / "deeco"
-    res = _testbed("experiment", f"{ROOT}/experiments/deeco/reduced.yaml", "--out", str(out), timeout=1500)
-    assert res.returncode == 0, res.stderr[-3000:]
+    from .helpers import cli_in_process
+
+    code, _, stderr = cli_in_process("experiment", f"{ROOT}/experiments/deeco/reduced.yaml", "--out", out)
+    assert code == 0, stderr[-3000:]
     runs = pd.read_csv(out / "runs.csv").set_index("point")
     assert sorted(runs.index) == ["boundary", "ip-groupers", "ip-simple", "simple", "simple-p0"]
     # P = 0: every message is a publication, and 16 nodes publish 3 times in 15 s

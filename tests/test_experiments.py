@@ -20,6 +20,7 @@ from testbed.experiment.results import ci95, lookup
 from testbed.experiment.spec import load_experiment
 
 from .conftest import ROOT
+from .helpers import cli_in_process
 from .test_remote import REMOTE_TESTBED, TOPOLOGY, sshd  # noqa: F401 (sshd: the fixture of a real sshd)
 
 SCENARIO = """\
@@ -333,7 +334,7 @@ def _testbed(cwd, *args, **kwargs):
 
 @pytest.mark.network
 def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed(tmp_path, no_leftovers, monkeypatch,
-                                                                                  capsys):
+                                                                                  capsys, spark):
     path = workspace(tmp_path)
     out = tmp_path / "runs" / "experiments" / "small-sweep"
     proc = _testbed(tmp_path, "experiment", path)
@@ -351,9 +352,8 @@ def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed
     assert ledger["runs"]["line.rate=20-s1"]["status"] == "interrupted"
     first = (out / "runs" / "line.rate=5-s1" / "manifest.json").stat().st_mtime_ns
 
-    proc = _testbed(tmp_path, "experiment", path)
-    stdout, stderr = proc.communicate(timeout=600)
-    assert proc.returncode == 0, stderr
+    code, stdout, stderr = cli_in_process("experiment", path, cwd=tmp_path)  # resumed, in this process
+    assert code == 0, stderr
     assert "4 runs (2 points × 2 seeds), 1 already complete, 3 to run on 1 host" in stderr
     assert "line.rate=5-s1" not in stderr.split("already complete")[1], "a complete run is not run again"
     assert (out / "runs" / "line.rate=5-s1" / "manifest.json").stat().st_mtime_ns == first
@@ -409,13 +409,12 @@ def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed
     # a misspelt measure: an error after the analysis, naming the nearest key; the runs are kept
     (tmp_path / "exp.yaml").write_text(EXPERIMENT.replace("ratio: messages.all.delivery_ratio",
                                                           "ratio: delivery.ratio"))
-    proc = _testbed(tmp_path, "experiment", path, "--no-run")
-    stdout, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 2, stderr
+    code, stdout, stderr = cli_in_process("experiment", path, "--no-run", cwd=tmp_path)
+    assert code == 2, stderr
     assert f"{path}:10: measures.ratio.path: delivery.ratio is in none of the 4 analysed runs' results" in stderr
     assert "nearest paths that exist: messages.all.delivery_ratio" in stderr
-    proc = _testbed(tmp_path, "experiment", path, "--plan")  # the plan checks against the runs analysed
-    assert proc.wait(timeout=120) == 2 and "delivery.ratio" in proc.stderr.read()
+    code, _, stderr = cli_in_process("experiment", path, "--plan", cwd=tmp_path)  # checked against the runs analysed
+    assert code == 2 and "delivery.ratio" in stderr
     (tmp_path / "exp.yaml").write_text(EXPERIMENT)
 
     # a change of the agents' code makes every run stale, and the plan names the file
@@ -461,18 +460,17 @@ def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed
 
 
 @pytest.mark.network
-def test_runs_spread_over_a_remote_host_come_back_for_the_analysis(tmp_path, sshd, no_leftovers):  # noqa: F811
+def test_runs_spread_over_a_remote_host_come_back_for_the_analysis(tmp_path, sshd, no_leftovers, spark):  # noqa: F811
     known = tmp_path / "known_hosts"
     known.write_text(sshd.host_key_line + "\n")
     text = EXPERIMENT.replace("seeds: 2", "seeds: 1").replace("values: [5, 20]", "values: [5]") \
         .replace("  - {measure: sent, trend: increasing, over: rate}\n", "") \
         .replace("  - {measure: sent, ratio: [{rate: 20}, {rate: 5}], range: [3.8, 4.2]}\n", "")
     path = workspace(tmp_path, text)
-    proc = _testbed(tmp_path, "experiment", path, "--host", sshd.target, "--key", str(sshd.dir / "user_key"),
-                    "--known-hosts", str(known), "--remote-dir", str(tmp_path / "remote"),
-                    "--remote-testbed", REMOTE_TESTBED)
-    stdout, stderr = proc.communicate(timeout=600)
-    assert proc.returncode == 0, stderr
+    code, stdout, stderr = cli_in_process("experiment", path, "--host", sshd.target, "--key", sshd.dir / "user_key",
+                                        "--known-hosts", known, "--remote-dir", tmp_path / "remote",
+                                        "--remote-testbed", REMOTE_TESTBED, cwd=tmp_path)
+    assert code == 0, stderr
     out = tmp_path / "runs" / "experiments" / "small-sweep"
     ledger = json.loads((out / "experiment.json").read_text())
     assert ledger["runs"]["line.rate=5-s1"]["host"] == sshd.target
@@ -483,7 +481,8 @@ def test_runs_spread_over_a_remote_host_come_back_for_the_analysis(tmp_path, ssh
 
 
 @pytest.mark.network
-def test_a_host_that_fails_leaves_the_pool_and_its_runs_complete_elsewhere(tmp_path, sshd, no_leftovers):  # noqa: F811
+def test_a_host_that_fails_leaves_the_pool_and_its_runs_complete_elsewhere(tmp_path, sshd, no_leftovers,  # noqa: F811
+                                                                           spark):
     """Three hosts: a healthy sshd, a second sshd whose testbed command is broken, and a port where
     nothing listens. The unreachable host leaves the pool at its first run, the broken one after
     two failures in a row (--bench-after 2); their runs go to the healthy host, which makes all
@@ -504,11 +503,10 @@ def test_a_host_that_fails_leaves_the_pool_and_its_runs_complete_elsewhere(tmp_p
         text = EXPERIMENT.replace("seeds: 2", "seeds: 1").replace("values: [5, 20]", "values: [5, 10, 20]") \
             .split("references:")[0] + hosts
         path = workspace(tmp_path, text)
-        proc = _testbed(tmp_path, "experiment", path, "--bench-after", "2")
-        stdout, stderr = proc.communicate(timeout=900)
+        code, stdout, stderr = cli_in_process("experiment", path, "--bench-after", "2", cwd=tmp_path)
     finally:
         broken.stop()
-    assert proc.returncode == 0, stderr
+    assert code == 0, stderr
     out = tmp_path / "runs" / "experiments" / "small-sweep"
     ledger = json.loads((out / "experiment.json").read_text())
     assert {name: e["status"] for name, e in ledger["runs"].items()} == {
@@ -523,12 +521,12 @@ def test_a_host_that_fails_leaves_the_pool_and_its_runs_complete_elsewhere(tmp_p
 
 
 @pytest.mark.network
-def test_the_reduced_abc_data_provider_experiment_runs_and_judges_its_shapes(tmp_path, no_leftovers):
+def test_the_reduced_abc_data_provider_experiment_runs_and_judges_its_shapes(tmp_path, no_leftovers, spark):
     """experiments/abc/dp-reduced.yaml: the paper's DP experiment on small infrastructures."""
     out = tmp_path / "abc"
-    proc = _testbed(ROOT, "experiment", os.path.join(ROOT, "experiments", "abc", "dp-reduced.yaml"), "--out", str(out))
-    stdout, stderr = proc.communicate(timeout=900)
-    assert proc.returncode == 0, stderr
+    code, stdout, stderr = cli_in_process("experiment", os.path.join(ROOT, "experiments", "abc", "dp-reduced.yaml"),
+                                        "--out", out, cwd=ROOT)
+    assert code == 0, stderr
     import pandas as pd
 
     runs = pd.read_csv(out / "runs.csv").set_index("point")

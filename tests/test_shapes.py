@@ -446,3 +446,33 @@ def test_a_factor_of_a_negative_reference_is_refused(tmp_path):
     with pytest.raises(ValidationError) as err:
         load_experiment(workspace(tmp_path, SHAPES.replace("value: 3}", "value: -3}")))
     assert err.value.field == "expect[4].near_reference" and "negative reference" in str(err.value)
+
+
+def test_a_shape_resting_on_an_unfaithful_run_is_not_shown_unless_accepted(tmp_path):
+    """The runs' fidelity (spark_analysis/fidelity.py) enters the verdicts: a shape that read a
+    point with an unfaithful run says 'not shown' and keeps what the values alone gave; a shape
+    that did not read it keeps its verdict; degraded runs are named but judged."""
+    from testbed.experiment.results import judge as judge_rows
+
+    exp = load_experiment(workspace(tmp_path, SHAPES))
+
+    def rows(fidelity):
+        return [{"point": p, "run": f"{p}-s{k + 1}", "m": v, "fidelity": fidelity.get((p, k), "faithful")}
+                for p, mean in MEANS.items() for k, v in enumerate(seeds(mean))]
+
+    clean = {s["name"]: s for s in judge_rows(exp, rows({}))}
+    assert all(s["verdict"] == "valid" and s["fidelity"]["unfaithful"] == [] for s in clean.values())
+    bad = rows({("bounded.P=2", 1): "unfaithful", ("simple.P=1", 0): "degraded"})
+    got = {s["name"]: s for s in judge_rows(exp, bad)}
+    order = got["m: bounded < simple"]
+    assert order["verdict"] == "not shown" and order["judged"] == "valid"
+    assert order["reason"].startswith("unfaithful runs at bounded.P=2: the machine did not keep up")
+    assert order["fidelity"] == {"unfaithful": ["bounded.P=2"], "degraded": ["simple.P=1"], "accepted": False}
+    only_simple = next(s for name, s in got.items() if "simple" in str(s.get("fidelity")) and name != order["name"]
+                       and "bounded.P=2" not in s["fidelity"]["unfaithful"])
+    assert only_simple["verdict"] == "valid", "a shape that never read the unfaithful point keeps its verdict"
+    ratio = next(s for name, s in got.items() if "/" in name)
+    assert ratio["verdict"] == "valid" and ratio["fidelity"]["unfaithful"] == []
+    exp.accept_unfaithful = True
+    accepted = {s["name"]: s for s in judge_rows(exp, bad)}["m: bounded < simple"]
+    assert accepted["verdict"] == "valid" and accepted["fidelity"]["accepted"] is True

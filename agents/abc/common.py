@@ -24,10 +24,10 @@ from __future__ import annotations
 import asyncio
 import heapq
 import random
-import time
 from collections import deque
-from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, Tuple
 
+from ..clock import Clock
 from ..roles import MAX_SECONDS, is_number
 from ..wire import json_body as encode  # noqa: F401 (the AbC roles import it from here)
 from ..wire import read_json_body as decode  # noqa: F401
@@ -87,9 +87,8 @@ class Transmitter:
         self.rng = random.Random(agent.config.seed ^ 0x5A5A)
         self.queue: Deque[Dict[str, Any]] = deque()
         self.task: Optional[asyncio.Task] = None
-        # seams for a test's fake clock; the loop's own clock is monotonic as well
-        self.clock: Callable[[], float] = time.monotonic
-        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+        # the agent's clock (virtual time, every wake-up measured); a test may give a fake one
+        self.clock: Clock = agent.clock
         self.transmissions = 0
         self._queued = 0  # transmissions in the queue (not counting `then` actions)
         self._deadline: Optional[float] = None  # of the transmission in service; None when idle
@@ -151,14 +150,14 @@ class Transmitter:
             self._queued -= 1
             service = self.rng.expovariate(1.0) * self.mean_s
             if self._deadline is None:  # starts service on an idle transmitter: a busy period opens
-                self._busy_since = self.clock()
+                self._busy_since = self.clock.time()
                 self._last_send = self._busy_since
                 self._deadline = self._busy_since + service
             else:
                 self._deadline += service
-            delay = self._deadline - self.clock()
-            await self.sleep(max(delay, 0.0))  # sleep(0) when late: no wait, but the loop gets a turn
-            self._last_send = self.clock()
+            # at once when late (the loop gets a turn); the lateness is judged against the mean service
+            await self.clock.sleep_until(self._deadline, period=self.mean_s)
+            self._last_send = self.clock.time()
             self.transmissions += 1
             self.agent.send(item.pop("mtype"), **item)
             if not self._queued:  # the queue emptied: the busy period ends at this send

@@ -19,7 +19,7 @@ simulator has 15 of 155 where round(0.1 × 155) is 16; give one or the other, no
 with the scenario's seed so every node agrees; `communication-intensive`, where every component sends; `none`, where it only receives.
 A sender draws exponential inter-send times at rate `rate` (λs, default 1) per time unit, and a
 time unit lasts `time_unit_ms` milliseconds (default 1000), which maps the paper's time units to
-wall-clock time. A component has one send in flight (the flag `on`) and is blocked meanwhile, so
+(virtual) time: the agent clock's. A component has one send in flight (the flag `on`) and is blocked meanwhile, so
 its next inter-send time starts when the data message has left: an overloaded infrastructure
 slows its senders down, as in the paper's model, instead of piling sends up. An application
 (agents/abc/colouring.py) may queue several sends; they leave one at a time. When the workload
@@ -43,7 +43,7 @@ from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from ..roles import MAX_BODY_BYTES, MAX_COUNT, MAX_SECONDS, is_number, number_at_least, whole_at_least
-from ..runtime import Role, now_ns
+from ..runtime import Role
 from ..wire import Header, MessageType
 from . import correlation
 from .common import (COMPONENT, RATE_PARAMS, TRANSMITTER_FIELDS, positive, Structure, StructureError, Transmitter,
@@ -177,7 +177,7 @@ class Component(Role):
         predicate = self.params.get("predicate", True)
         padding = "x" * int(self.params.get("size", 0))
         rng = random.Random(self.agent.config.seed)
-        await asyncio.sleep(float(self.params.get("start_delay", 0)))
+        await self.agent.clock.sleep(float(self.params.get("start_delay", 0)))
         try:
             await self._generate(rng, rate, unit, count, predicate, padding)
         except asyncio.CancelledError:  # the workload ended (SIGUSR1): no new request; one whose id is out completes
@@ -194,7 +194,7 @@ class Component(Role):
         self._sent = asyncio.Event()
         made = 0
         while count is None or made < int(count):
-            await asyncio.sleep(rng.expovariate(rate) * unit)
+            await self.agent.clock.sleep(rng.expovariate(rate) * unit, period=unit / rate)
             made += 1
             self.send_abc([self.agent.name, made] + ([padding] if padding else []), predicate)
             while self.on or self.outbox:
@@ -203,7 +203,7 @@ class Component(Role):
 
     def send_abc(self, values: List[Any], predicate: Any) -> None:
         """(values)@predicate: queue an AbC send; it leaves once the infrastructure gives it an id."""
-        self.outbox.append((values, predicate, now_ns()))
+        self.outbox.append((values, predicate, self.agent.clock.now_ns()))
         self._next_send()
 
     def receive(self, values: List[Any], header: Header, sender: str) -> None:

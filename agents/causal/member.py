@@ -50,7 +50,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from agents import wire
 from agents.roles import MAX_BODY_BYTES, is_number, number_at_least, whole_at_least
-from agents.runtime import Role, now_ns
+from agents.runtime import Role
 from agents.wire import MessageType
 
 from .causality import RECOVERY, CausalLayer, Event, buffer_size
@@ -262,16 +262,16 @@ class CausalMember(Role):
                                   owner_of=self._owner_of, rng=rng, late=self.late)
         self.round_no = 0
         self.creating = True
-        self._starts: Dict[str, float] = {}   # each loop's schedule origin (loop time)
+        self._starts: Dict[str, float] = {}   # each loop's schedule origin (the agent clock's time)
         # Figure 5's "gossip only": the same PrCast receive order delivered at once, each event
         # unless a causally later one of its index was delivered already (optimistic order)
         self.gossip_only_T = [0] * self.n
         self.gossip_only_seen: set = set()
         self.gossip_only = {"delivered": 0, "out_of_order": 0}
-        self._statuses: Dict[int, float] = {}       # ref → deadline (loop time)
+        self._statuses: Dict[int, float] = {}       # ref → deadline (the agent clock's time)
         self._armed: Optional[float] = None          # the cluster deadline a poll is scheduled for
         self._logged_drops = 0
-        self.clock = now_ns
+        self.clock = agent.clock.now_ns  # virtual ns, shared by the members
 
     # -- helpers --------------------------------------------------------------------------------
 
@@ -320,7 +320,7 @@ class CausalMember(Role):
     # -- cluster management plumbing -------------------------------------------------------------
 
     def _send_cluster(self, outs: List[Out]) -> None:
-        loop = asyncio.get_event_loop()
+        clock = self.agent.clock
         # the ticket changes first: a served cjoin gives a ticket up before the ACKCJOIN leaves,
         # so that the log never shows the giver holding it after the joiner took it
         self._sync_ticket()
@@ -328,15 +328,15 @@ class CausalMember(Role):
             body: Dict[str, Any] = {"m": out.type, "p": out.payload}
             if out.ref is not None:
                 body["ref"] = out.ref
-                self._statuses[out.ref] = loop.time() + self.delta_s
-                loop.call_later(self.delta_s, self._status_timeout, out.ref)
+                self._statuses[out.ref] = clock.time() + self.delta_s
+                clock.call_later(self.delta_s, self._status_timeout, out.ref)
             targets = [m for m in self.members if m != self.agent.name] if out.to == "all" else out.to
             if targets:
                 self.agent.send(MessageType.MEMBERSHIP, wire.json_body(body), to=targets, membership=out.type)
         deadline = self.cluster.next_deadline() if self.cluster is not None else None
         if deadline is not None and deadline != self._armed:
             self._armed = deadline
-            loop.call_later(max(deadline - loop.time(), 0) + 0.001, self.poll)
+            clock.call_later(max(deadline - clock.time(), 0) + 0.001, self.poll)
 
     def _sync_ticket(self) -> None:
         if self.cluster is None:
@@ -376,19 +376,16 @@ class CausalMember(Role):
 
     async def _every(self, period: float, action) -> None:
         """`action` every `period` from the workload's start; restarted after the workload ends, it
-        keeps its phase (a cluster round that slipped would miss its neighbours' ALIVEs)."""
-        loop = asyncio.get_running_loop()
-        start = self._starts.setdefault(action.__name__, loop.time())
-        n = max(1, math.floor((loop.time() - start) / period) + 1)
-        while True:
-            delay = start + n * period - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            try:
-                action()
-            except Exception as exc:   # one failed round is logged; the schedule goes on
-                self.agent.log_error(action.__name__, exc)
-            n = max(n + 1, math.floor((loop.time() - start) / period) + 1)
+        keeps its phase (a cluster round that slipped would miss its neighbours' ALIVEs). A round
+        that fell behind skips the rounds it missed; one failed round is logged and the schedule
+        goes on."""
+        clock = self.agent.clock
+        resume = action.__name__ in self._starts
+        start = self._starts.setdefault(action.__name__, clock.time())
+        await clock.every(period, action, first=start + period, resume=resume, on_error=self._round_failed)
+
+    def _round_failed(self, action, exc: BaseException) -> None:
+        self.agent.log_error(action.__name__, exc)
 
     def gossip_round(self) -> None:
         self.round_no += 1
@@ -416,7 +413,7 @@ class CausalMember(Role):
     def cluster_round(self) -> None:
         if self.cluster.state == JOINING:
             self.cluster.contacts = self._contacts()
-        self._send_cluster(self.cluster.round(asyncio.get_event_loop().time()))
+        self._send_cluster(self.cluster.round(self.agent.clock.time()))
 
     def _contacts(self) -> List[str]:
         """The coordinators a cjoin may ask: the initial ring, then whoever created events since."""
@@ -435,7 +432,7 @@ class CausalMember(Role):
     def _guard(self, call) -> None:
         """A cluster call from a timer: its exception is logged like a round's."""
         try:
-            self._send_cluster(call(asyncio.get_event_loop().time()))
+            self._send_cluster(call(self.agent.clock.time()))
         except Exception as exc:
             self.agent.log_error("cluster timer", exc)
 
@@ -467,7 +464,7 @@ class CausalMember(Role):
             kind, ref = msg.get("m"), msg.get("ref")
             if kind == "STATUS":
                 if self.cluster is not None and self._statuses.pop(ref, None) is not None:
-                    now = asyncio.get_event_loop().time()
+                    now = self.agent.clock.time()
                     self._send_cluster(self.cluster.on_status(ref, True, now))
                 return
             late_ack = kind == "ACKCJOIN" and (self.cluster is None or self.cluster.state != JOINING)
@@ -475,7 +472,7 @@ class CausalMember(Role):
                 self.agent.send(MessageType.MEMBERSHIP, wire.json_body({"m": "STATUS", "ref": ref}), to=sender,
                                 membership="STATUS")
             if self.cluster is not None and kind in MESSAGES:
-                now = asyncio.get_event_loop().time()
+                now = self.agent.clock.time()
                 self._send_cluster(self.cluster.on_message(sender, kind, msg.get("p") or {}, now))
 
     def stop(self) -> None:

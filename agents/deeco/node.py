@@ -74,7 +74,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..roles import MAX_BODY_BYTES, MAX_SECONDS, is_number, number_at_least, whole_at_least
-from ..runtime import Role, now_ns
+from ..runtime import Role
 from ..wire import Ext, Flags, Header, MessageType
 from ..wire import json_body as encode
 from ..wire import read_json_body as decode
@@ -205,7 +205,7 @@ class DeecoNode(Role):
         self.replica: Dict[str, Tuple[int, int]] = {}
         self.seen: set = set()  # (origin, sequence) of knowledge received
         self.resent: set = set()  # (origin, sequence) rebroadcast (Rule 13)
-        self.clock = now_ns  # a seam for the in-memory tests
+        self.clock = agent.clock.now_ns  # virtual ns, shared by the nodes; a seam for the in-memory tests
         self._position: Optional[Tuple[float, Any]] = None
 
     # -- the node's place ---------------------------------------------------------------------
@@ -246,28 +246,19 @@ class DeecoNode(Role):
     # -- the schedule (Rules 9, 20, 22) --------------------------------------------------------
 
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
-        start = loop.time()
+        clock = self.agent.clock
+        start = clock.time()
         ticks = [(self.offset_s, self.period_s, self.publish)]
         if self.pull:
             ticks += [(self.header_offset_s, float(self.p["header_period_ms"]) / 1000, self.publish_headers),
                       (self.pull_offset_s, float(self.p["pull_period_ms"]) / 1000, self.pull_tick)]
-        await asyncio.gather(*(self._every(loop, start, offset, period, action) for offset, period, action in ticks))
+        # a node that fell behind skips the ticks it missed rather than bursting them; one failed
+        # tick is logged and the schedule goes on
+        await asyncio.gather(*(clock.every(period, action, first=start + offset, on_error=self._tick_failed)
+                               for offset, period, action in ticks))
 
-    async def _every(self, loop, start: float, offset: float, period: float, action) -> None:
-        n = 0
-        while True:
-            due = start + offset + n * period
-            delay = due - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            try:
-                action()
-            except Exception as exc:  # one failed tick is logged; the schedule goes on
-                self.agent.log_error(action.__name__, exc)
-            n += 1
-            # a node that fell behind skips the ticks it missed rather than bursting them
-            n = max(n, math.floor((loop.time() - start - offset) / period) + 1)
+    def _tick_failed(self, action, exc: BaseException) -> None:
+        self.agent.log_error(action.__name__, exc)
 
     def publish(self) -> None:
         """Rule 9: a new version of each component's knowledge, to the radio or C peers."""

@@ -13,9 +13,6 @@ Every message received is delivered to the application at once (and logged).
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from ..runtime import Role
 from ..wire import Header, MessageType
 from . import MAX_BODY_BYTES, MAX_COUNT, MAX_SECONDS, number_at_least, whole_at_least
@@ -47,15 +44,14 @@ class ProbeRole(Role):
         to = self.params.get("to", "broadcast")
         if to == "all":
             to = sorted(n for n in self.agent.config.nodes if n != self.agent.name)
-        await asyncio.sleep(float(self.params.get("start_delay", 0)))
+        clock = self.agent.clock
+        await clock.sleep(float(self.params.get("start_delay", 0)))
         body = bytes(size)
-        start = time.monotonic()
+        start = clock.time()
         sent = 0
         while count is None or sent < int(count):
             # paced against the start time, so that a slow iteration does not lower the rate
-            delay = start + sent / rate - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            await clock.sleep_until(start + sent / rate, period=1 / rate)
             self.agent.send(MessageType.PROBE, body, to=to, reliable=reliable)
             sent += 1
 

@@ -17,7 +17,10 @@ A protocol analysis module declares:
 - html(section) -> str: its part of index.html;
 - optionally checks(section) -> list: property checks it judges from its own inputs (results in
   the checks' shape, spark_analysis/checks/verdict.py), added to the run's checks after the
-  registry's (the causal analysis's ticket uniqueness, from logged ticket changes).
+  registry's (the causal analysis's ticket uniqueness, from logged ticket changes);
+- optionally shortfall(section) -> dict or None: how far a rate-driven role of the family fell
+  short of the rate asked, beyond chance ({"value": share, "where", "achieved", "asked", "unit"}),
+  for the run's fidelity (spark_analysis/fidelity.py; the AbC paced transmitters against λt).
 """
 
 from __future__ import annotations

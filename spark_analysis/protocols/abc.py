@@ -247,13 +247,44 @@ def transmitters(manifest: dict, rows: Optional[pd.DataFrame]) -> Optional[Dict[
             continue
         rates = np.array([per[n]["rate"] for n in members if per[n]["rate"] is not None], dtype=float)
         targets = {float(((nodes.get(n) or {}).get("params") or {}).get("transmission_rate") or 0) for n in members}
-        out[group] = {"nodes": len(members), "transmitting": int(len(rates)),
-                      "transmissions": int(sum(per[n]["transmissions"] for n in members)),
+        total = int(sum(per[n]["transmissions"] for n in members))
+        units = sum(per[n]["busy_s"] / (float(((nodes.get(n) or {}).get("params") or {}).get("time_unit_ms", 1000))
+                                        / 1000) for n in members)
+        out[group] = {"nodes": len(members), "transmitting": int(len(rates)), "transmissions": total,
                       "min_rate": float(rates.min()) if len(rates) else None,
                       "median_rate": float(np.median(rates)) if len(rates) else None,
                       "max_rate": float(rates.max()) if len(rates) else None,
-                      "target_rate": targets.pop() if len(targets) == 1 and 0 not in targets else None}
+                      "target_rate": targets.pop() if len(targets) == 1 and 0 not in targets else None,
+                      **pooled_rate(total, units)}
     return out
+
+
+def pooled_rate(transmissions: int, busy_units: float) -> Dict[str, Optional[float]]:
+    """The group's rate over all its busy time, and the upper end of its one-sided 95% interval:
+    a paced transmitter on schedule spends an exponential service time per transmission, so n of
+    them take a Gamma(n) time, 2·λ·B ~ χ²(2n), and λ ≤ χ²₀.₉₅(2n) / 2B. A shortfall against λt
+    counts for fidelity only beyond that bound (a few dozen transmissions vary by tens of percent)."""
+    if transmissions <= 0 or busy_units <= 0:
+        return {"pooled_rate": None, "pooled_rate_high95": None}
+    from scipy.stats import chi2
+
+    return {"pooled_rate": transmissions / busy_units,
+            "pooled_rate_high95": float(chi2.ppf(0.95, 2 * transmissions)) / (2 * busy_units)}
+
+
+def shortfall(section: Optional[dict]) -> Optional[Dict[str, object]]:
+    """Fidelity's rate shortfall (spark_analysis/fidelity.py): the largest share by which a group of
+    paced transmitters fell short of λt beyond chance (1 − the pooled rate's upper 95% bound / λt,
+    0 when within it); None when no group is paced."""
+    worst = None
+    for group, g in ((section or {}).get("transmitters") or {}).items():
+        if group == "nodes" or not isinstance(g, dict) or not g.get("target_rate") or g.get("pooled_rate") is None:
+            continue
+        value = max(0.0, 1 - g["pooled_rate_high95"] / g["target_rate"])
+        if worst is None or value > worst["value"]:
+            worst = {"value": value, "where": f"AbC {group}", "achieved": g["pooled_rate"], "asked": g["target_rate"],
+                     "unit": "transmissions per time unit"}
+    return worst
 
 
 def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict,

@@ -49,3 +49,13 @@ def liveness(name: str) -> Optional[str]:
     stop), "up" (it takes part again: start) or None; None for an action this testbed does not
     know (a manifest written by a later version)."""
     return action_class(name).liveness if name in _ACTIONS else None
+
+
+def timers(name: str) -> Optional[str]:
+    """An action's effect on its node's timers: "held" (frozen: pause, and every "down" action),
+    "released" (resume, and every "up" action) or None (also for an action this testbed does not
+    know)."""
+    if name not in _ACTIONS:
+        return None
+    cls = action_class(name)
+    return cls.timers or {"down": "held", "up": "released"}.get(cls.liveness)

@@ -62,6 +62,10 @@ class FaultAction:
     #: its effect on its node's liveness, which the analysis reads: "down" (the node stops taking
     #: part in the protocol until an "up"), "up", or None
     liveness: ClassVar[Optional[str]] = None
+    #: its effect on the node's clock, which the fidelity analysis reads: "held" (the node's
+    #: processes are frozen: their timers will wake late, by the scenario's doing), "released",
+    #: or None. A "down" action holds the node's timers too, and an "up" releases them.
+    timers: ClassVar[Optional[str]] = None
 
     def parse(self, reader, entry: Dict[str, Any], path: Tuple[Any, ...], topology: Topology) -> Dict[str, Any]:
         """Validate the action's own fields of a timeline entry (raise reader.fail(...)); return

@@ -9,6 +9,7 @@ class Pause(FaultAction):
     name = "pause"
     summary = "freeze the node (SIGSTOP, docker pause) until resume"
     target = "node"
+    timers = "held"
     inverse = "resume"
 
     def apply(self, nemesis, planned):

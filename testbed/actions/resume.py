@@ -9,6 +9,7 @@ class Resume(FaultAction):
     name = "resume"
     summary = "thaw a paused node"
     target = "node"
+    timers = "released"
 
     def apply(self, nemesis, planned):
         if planned.node in nemesis.paused:

@@ -64,6 +64,14 @@ def run(args) -> int:
     return 0
 
 
+def fidelity_line(section) -> str:
+    """The run's fidelity verdict and its reasons (spark_analysis/fidelity.py), in one line."""
+    if not section:
+        return "fidelity: unknown (analysed before the fidelity monitor)"
+    reasons = section.get("reasons") or []
+    return f"fidelity: {section.get('verdict')}" + (f" ({'; '.join(reasons)})" if reasons else "")
+
+
 def print_summary(res: dict) -> None:
     run = res["run"]
     msg = res.get("messages", {}).get("all", {})
@@ -83,6 +91,7 @@ def print_summary(res: dict) -> None:
     print(f"  first-copy latency ms: median {f(lat.get('median_ms'))}, p95 {f(lat.get('p95_ms'))}, "
           f"max {f(lat.get('max_ms'))}; delivered to applications {app.get('delivered', 0)}")
     print("  checks: " + "; ".join(f"{v} {len(names)} ({', '.join(names)})" for v, names in sorted(verdicts.items())))
+    print("  " + fidelity_line(res.get("fidelity")))
     damage = res.get("input", {}).get("damage", [])
     if damage:
         print(f"  damaged input: {len(damage)} place(s), e.g. {damage[0]['file']} at byte {damage[0]['offset']}: "

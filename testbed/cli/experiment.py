@@ -32,6 +32,9 @@ def register(sub) -> None:
                    help="a host whose runs fail K times in a row leaves the pool, its runs going to the others "
                         "(default 3; a host that cannot be reached leaves at once)")
     add_accept_unemulated(p)
+    p.add_argument("--accept-unfaithful", action="store_true",
+                   help="judge shapes on points whose runs the fidelity monitor called unfaithful (by default "
+                        "such a shape is 'not shown'); the file's accept_unfaithful: true does the same")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--plan", action="store_true", help="show the runs and which are complete; run nothing")
     mode.add_argument("--no-run", action="store_true", help="analyse the runs already complete; run nothing")
@@ -69,6 +72,8 @@ def run(args) -> int:
         raise UsageError(f"--seeds: {args.seeds} is not allowed (a whole number, at least 1)")
     accepted = accepted_impairments(args.accept_unemulated)
     exp = load_experiment(args.file, seeds=args.seeds, extra_sets=tuple(args.set), hosts=_hosts(args))
+    if args.accept_unfaithful:
+        exp.accept_unfaithful = True
     if not (args.plan or args.no_analyze):
         try:
             import pyspark  # noqa: F401
@@ -116,10 +121,17 @@ def show_plan(runner) -> int:
     exp = runner.exp
     print(f"experiment {exp.name}: {len(exp.points)} points × {len(exp.seeds)} seed{'s' if len(exp.seeds) > 1 else ''} = {len(planned)} runs "
           f"in {os.path.relpath(runner.out)}/ on {', '.join(h.target for h in exp.hosts)}")
+    from ..experiment import measures
+    from ..experiment.results import read_results
+
+    analysed = read_results(runner)
     width = max([len(p.name) for p in planned] + [10])
     for p in planned:
         state = "complete" if p.status == "complete" else "stale" if p.stale else "to run"
         print(f"  {p.name:<{width}} {state:<9} {' '.join(p.point.overrides)}")
+        fidelity = (analysed.get(p.name) or {}).get("fidelity") or {}
+        if fidelity.get("verdict") in ("degraded", "unfaithful"):
+            print(f"  {'':<{width}}   fidelity: {fidelity['verdict']} ({'; '.join(fidelity.get('reasons') or [])})")
         for reason in p.stale:
             print(f"  {'':<{width}}   stale: {reason}")
         for reason in p.kept:
@@ -129,10 +141,7 @@ def show_plan(runner) -> int:
         print(f"  {stale} stale run{'s' if stale > 1 else ''}: the experiment makes {'them' if stale > 1 else 'it'} "
               f"again")
     # the measures' paths against the runs analysed already (an error, as after an analysis)
-    from ..experiment import measures
-    from ..experiment.results import read_results
-
-    measures.check(exp, read_results(runner), after="(checked against the runs analysed so far)")
+    measures.check(exp, analysed, after="(checked against the runs analysed so far)")
     return 0
 
 
@@ -163,12 +172,28 @@ def print_summary(exp, runner, res) -> None:
                 ref = f"   reference {target}"
             mean = f"{row['mean']:.4g}" if row["mean"] is not None else "–"
             print(f"    {row['point']:<{width}} {mean}{ci} (n={row['n']}){ref}")
+    print("  " + _fidelity_counts(res["rows"], exp))
     for s in res["shapes"]:
         print(f"  shape {shown(s):<22} {s['name']}")
         for line in _intervals(s):
             print(f"        {line}")
     _print_benched(runner)
     print(f"  report: {os.path.relpath(res['index'])}", file=sys.stdout)
+
+
+def _fidelity_counts(rows, exp) -> str:
+    """How many runs the fidelity monitor called faithful, degraded, unfaithful, and where."""
+    counts: dict = {}
+    for row in rows:
+        counts.setdefault(row.get("fidelity") or "unknown", []).append(row["run"])
+    text = "fidelity: " + ", ".join(f"{len(counts[v])} {v}" for v in ("faithful", "degraded", "unfaithful", "unknown")
+                                    if v in counts)
+    bad = counts.get("unfaithful", [])
+    if bad:
+        text += f" ({', '.join(bad[:4])}{' ...' if len(bad) > 4 else ''}" + \
+            ("; judged all the same: accept_unfaithful)" if exp.accept_unfaithful else
+             "; the shapes resting on them are not shown)")
+    return text
 
 
 def _intervals(shape, most: int = 3):

@@ -120,6 +120,8 @@ class Experiment:
     hosts: List[Host]
     points: List[Point] = field(default_factory=list)
     judge: str = "intervals"       # how the shapes are judged unless one says otherwise: intervals or means
+    #: judge shapes on points whose runs the fidelity monitor called unfaithful (else: not shown)
+    accept_unfaithful: bool = False
 
     def runs(self) -> List[Tuple[Point, int]]:
         """Every point × seed, seed-major: the first seed of every point, then the second, ... so

@@ -161,14 +161,18 @@ def write(exp: Experiment, runner, rows, summary, shapes, curves) -> str:
     for r in rows:
         link = f"<a href='runs/{html.escape(r['run'])}/report/index.html'>{html.escape(r['run'])}</a>"
         cells = "".join(f"<td>{fmt(r.get(m.name))}</td>" for m in exp.measures)
+        fid = r.get("fidelity") or "unknown"
+        css = {"faithful": "valid", "degraded": "not-shown", "unfaithful": "invalid"}.get(fid, "unknown")
         run_rows.append(f"<tr><td>{link}</td><td>{fmt(r['seed'])}</td><td>{fmt(r['host'])}</td>"
-                        f"<td>{fmt(r['wall_s'])}</td>{cells}</tr>")
+                        f"<td>{fmt(r['wall_s'])}</td><td class='{css}'>{html.escape(fid)}</td>{cells}</tr>")
     for p in runner.planned:
         if p.status in ("failed", "interrupted", "pending"):
             run_rows.append(f"<tr><td>{html.escape(p.name)}</td><td>{p.seed}</td><td>{fmt(p.host)}</td><td>–</td>"
-                            f"<td colspan='{len(exp.measures)}' class='invalid'>{html.escape(p.status)}"
+                            f"<td>–</td><td colspan='{len(exp.measures)}' class='invalid'>{html.escape(p.status)}"
                             f"{': ' + html.escape(p.error) if p.error else ''}</td></tr>")
-    parts.append("<table><thead><tr><th>run</th><th>seed</th><th>host</th><th>wall s</th>"
+    parts.append("<p>Fidelity: whether the machine kept up with what the run emulated (each run's report says "
+                 "why); a shape resting on an unfaithful run is not shown unless the experiment accepts it.</p>")
+    parts.append("<table><thead><tr><th>run</th><th>seed</th><th>host</th><th>wall s</th><th>fidelity</th>"
                  + "".join(f"<th>{html.escape(m.name)}</th>" for m in exp.measures)
                  + "</tr></thead><tbody>" + "".join(run_rows) + "</tbody></table>")
     benched = getattr(runner, "benched", {})

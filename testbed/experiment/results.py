@@ -69,8 +69,12 @@ class Data:
     def __init__(self, exp: Experiment, rows: List[Dict[str, Any]]) -> None:
         self.exp = exp
         self._values: Dict[Tuple[str, str], List[float]] = {}
+        #: point id → its runs' fidelity verdicts; the points a shape read (`judge` asks)
+        self.fidelity: Dict[str, List[str]] = {}
+        self.read: set = set()
         names = [m.name for m in exp.measures]
         for row in rows:
+            self.fidelity.setdefault(row["point"], []).append(row.get("fidelity") or "unknown")
             for name in names:
                 v = row.get(name)
                 if v is not None and not (isinstance(v, float) and math.isnan(v)):
@@ -82,9 +86,11 @@ class Data:
         return cls(exp, [{"point": pid, measure: v} for pid, vs in values.items() for v in vs])
 
     def values(self, point_id: str, measure: str) -> List[float]:
+        self.read.add(point_id)
         return list(self._values.get((point_id, measure), []))
 
     def mean(self, point_id: str, measure: str) -> Optional[float]:
+        self.read.add(point_id)
         v = self._values.get((point_id, measure))
         return sum(v) / len(v) if v else None
 
@@ -152,7 +158,8 @@ def tidy(runner: Runner, results: Dict[str, Dict[str, Any]]) -> List[Dict[str, A
         row: Dict[str, Any] = {"run": p.name, "point": p.point.id, "scenario": p.point.scenario.label}
         row.update(grid_cells(exp, p.point))
         row.update({"seed": p.seed, "host": p.host, "wall_s": p.wall_s,
-                    "run_id": (res.get("run") or {}).get("id"), "code": (p.entry.get("parts") or {}).get("code")})
+                    "run_id": (res.get("run") or {}).get("id"), "code": (p.entry.get("parts") or {}).get("code"),
+                    "fidelity": (res.get("fidelity") or {}).get("verdict", "unknown")})
         for m in exp.measures:
             row[m.name] = number(lookup(res, m.path))
         rows.append(row)
@@ -191,8 +198,8 @@ def grid_cells(exp: Experiment, point: Point) -> Dict[str, Any]:
 
 
 #: the columns of shapes.parquet / shapes.csv: one row per interval a verdict rests on
-SHAPE_COLUMNS = ("shape", "kind", "measure", "shape_verdict", "judge", "group", "verdict", "reason", "test",
-                 "estimate", "low", "high", "expect")
+SHAPE_COLUMNS = ("shape", "kind", "measure", "shape_verdict", "shape_reason", "unfaithful_points", "judge", "group",
+                 "verdict", "reason", "test", "estimate", "low", "high", "expect")
 
 
 def shape_rows(shapes: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -201,7 +208,9 @@ def shape_rows(shapes: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     rows = []
     for s in shapes:
         for g in s.get("groups") or [{}]:
+            unfaithful = (s.get("fidelity") or {}).get("unfaithful") or []
             base = {"shape": s["name"], "kind": s["kind"], "measure": s["measure"], "shape_verdict": s["verdict"],
+                    "shape_reason": s.get("reason"), "unfaithful_points": " ".join(unfaithful) or None,
                     "judge": s.get("judge"), "group": g.get("group"), "verdict": g.get("verdict"),
                     "reason": g.get("reason")}
             for t in g.get("tests") or [{}]:
@@ -277,9 +286,31 @@ def judge(exp: Experiment, rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     data = Data(exp, rows)
     out = []
     for shape in exp.shapes:
+        data.read.clear()
         verdict = shape.judge(data)
+        verdict.update(fidelity_of(exp, data, verdict))
         out.append({"name": shape.name, "kind": shape.kind, "measure": shape.measure, "note": shape.note,
                     "judge": shape.judge_with, **verdict})
+    return out
+
+
+def fidelity_of(exp: Experiment, data: Data, verdict: Dict[str, Any]) -> Dict[str, Any]:
+    """What the runs' fidelity does to a shape's verdict: a verdict (valid or invalid) that rests
+    on a point with an unfaithful run is not shown, unless the experiment accepts unfaithful runs;
+    `fidelity` names the points with unfaithful and degraded runs, and `judged` keeps the verdict
+    the values alone gave."""
+    from .shapes.common import INVALID, NOT_SHOWN, VALID
+
+    points = sorted(data.read)
+    unfaithful = [p for p in points if "unfaithful" in data.fidelity.get(p, [])]
+    degraded = [p for p in points if "degraded" in data.fidelity.get(p, []) and p not in unfaithful]
+    out: Dict[str, Any] = {"fidelity": {"unfaithful": unfaithful, "degraded": degraded,
+                                        "accepted": bool(unfaithful) and exp.accept_unfaithful}}
+    if unfaithful and not exp.accept_unfaithful and verdict["verdict"] in (VALID, INVALID):
+        shown = ", ".join(unfaithful[:3]) + (f" and {len(unfaithful) - 3} more" if len(unfaithful) > 3 else "")
+        out.update(verdict=NOT_SHOWN, judged=verdict["verdict"],
+                   reason=f"unfaithful runs at {shown}: the machine did not keep up (accept_unfaithful: true, or "
+                          f"--accept-unfaithful, to judge them)")
     return out
 
 
@@ -297,7 +328,7 @@ def write(exp: Experiment, runner: Runner, master: Optional[str] = None, reanaly
     curves = over_time(exp, runner, results)
     out = runner.out
     columns = ["run", "point", "scenario"] + grid_columns(exp) + \
-        ["seed", "host", "wall_s", "run_id", "code"] + [m.name for m in exp.measures]
+        ["seed", "host", "wall_s", "run_id", "code", "fidelity"] + [m.name for m in exp.measures]
     runs_df = pd.DataFrame(rows, columns=columns)
     summary_df = pd.DataFrame(summary, columns=["point", "scenario"] + grid_columns(exp) + list(SUMMARY_COLUMNS[2:]))
     shapes_df = pd.DataFrame(shape_rows(shapes), columns=list(SHAPE_COLUMNS))
@@ -311,7 +342,7 @@ def write(exp: Experiment, runner: Runner, master: Optional[str] = None, reanaly
     from . import report
 
     report.write(exp, runner, rows, summary, shapes, curves)
-    return {"runs": len(rows), "planned": len(runner.planned), "summary": summary, "shapes": shapes,
+    return {"runs": len(rows), "planned": len(runner.planned), "summary": summary, "shapes": shapes, "rows": rows,
             "index": os.path.join(out, "index.html")}
 
 

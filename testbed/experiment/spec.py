@@ -52,7 +52,7 @@ __all__ = ["LOCAL", "Experiment", "Host", "Measure", "Param", "Point", "Referenc
            "load_experiment", "matches", "parse_experiment"]
 
 TOP_KEYS = ("name", "description", "scenarios", "grid", "seeds", "set", "measures", "references", "expect", "hosts",
-            "judge")
+            "judge", "accept_unfaithful")
 SCENARIO_KEYS = ("file", "set")
 GRID_KEYS = ("path", "values")
 MEASURE_KEYS = ("path", "label", "over_time")
@@ -120,6 +120,8 @@ def parse_experiment(doc: Located, seeds: Optional[int] = None, extra_sets: Tupl
         raise r.fail(("judge",), f"{judge!r} is not a way to judge",
                      "intervals (the seeds' spread, the default) or means (the means alone, for one seed)")
     exp.judge = judge
+    if "accept_unfaithful" in top:
+        exp.accept_unfaithful = r.boolean(top["accept_unfaithful"], ("accept_unfaithful",))
     exp.points = _points(r, exp, tuple(extra_sets))
     if len(exp.points) * len(seed_list) > MAX_RUNS:
         raise r.fail(("grid",), f"{len(exp.points)} points × {len(seed_list)} seeds is more than {MAX_RUNS:,} runs",

@@ -76,6 +76,8 @@ class Radio(Medium):
         self._recorder = None
         self._ticks = 0
         self._tick_seconds: List[float] = []
+        self._tick_late: List[float] = []  # how late each scheduled tick started (s)
+        self._ticks_skipped = 0  # scheduled ticks skipped because the ticker fell a tick behind
         self._moves: List[Dict[str, Any]] = []
         self._airtime: Dict[str, Dict[str, Dict[str, int]]] = {}
         self._finished = False
@@ -229,13 +231,16 @@ class Radio(Medium):
             delay = due - time.monotonic()
             if delay > 0 and self._stop.wait(delay):
                 return
+            self._tick_late.append(max(time.monotonic() - due, 0.0))
             try:
                 self._tick(self.model_time())
             except Exception as exc:  # the run goes on; the problem goes into the manifest
                 self.error = f"radio tick at t={self.model_time():.3f}s: {exc}"
                 return
             # behind schedule: skip the ticks that are already past instead of piling them up
-            k = max(k + 1, int((time.monotonic() - self._origin) / tick) + 1)
+            following = max(k + 1, int((time.monotonic() - self._origin) / tick) + 1)
+            self._ticks_skipped += following - k - 1
+            k = following
 
     def _tick(self, t: float) -> None:
         with self._lock:
@@ -362,9 +367,15 @@ class Radio(Medium):
         if not self.segments:
             return {}
         seconds = sorted(self._tick_seconds)
+        late = sorted(self._tick_late)
         ticks = {"ticks": self._ticks,
                  "tick_ms_median": round(1000 * seconds[len(seconds) // 2], 3) if seconds else None,
-                 "tick_ms_max": round(1000 * seconds[-1], 3) if seconds else None}
+                 "tick_ms_max": round(1000 * seconds[-1], 3) if seconds else None,
+                 # the ticker's own lateness (fidelity): scheduled ticks, how late they started, skipped
+                 "ticks_scheduled": len(late) + self._ticks_skipped,
+                 "tick_late_ms_p99": round(1000 * late[min(len(late) - 1, int(0.99 * len(late)))], 3) if late else None,
+                 "tick_late_ms_max": round(1000 * late[-1], 3) if late else None,
+                 "ticks_skipped": self._ticks_skipped}
         out: Dict[str, Any] = {}
         for name, segment in self.segments.items():
             entry = segment.manifest()

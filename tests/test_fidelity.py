@@ -1,0 +1,285 @@
+"""Fidelity: whether the machine kept up. The judgement (spark_analysis/fidelity.py) on made-up
+windows and samples, over the space of lateness and load; then real runs on Mininet: the agents
+write their `fidelity` events, the host is sampled into host.jsonl, a light run is faithful, a
+paused node does not count against it, and a run starved of CPU by competing processes is not."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spark_analysis import fidelity
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+T0 = 1_000_000_000_000
+S = 1_000_000_000
+
+
+def _windows(nodes=("a", "b", "c"), seconds=10, periodic=100, late=0, skipped=0, lag_us=500, late_node=None,
+             late_from=0):
+    rows = []
+    for node in nodes:
+        for s in range(1, seconds + 1):
+            bad = (late_node is None or node == late_node) and s > late_from
+            rows.append({"run": "r", "event": "fidelity", "node": node, "t": T0 + s * S, "window_us": 1_000_000,
+                         "wakeups": periodic, "late_p50_us": 100, "late_p99_us": 900, "late_max_us": 2000,
+                         "late_hist": json.dumps({"26": periodic}), "periodic": periodic,
+                         "late_periodic": late if bad else 0, "skipped": skipped if bad else 0,
+                         "loop_lag_us": lag_us, "cpu_us": 20_000})
+    return pd.DataFrame(rows)
+
+
+def _host(seconds=10, busy=0.3, throttled_us=0, memory_full=0.0):
+    return [{"t": T0 + s * S, "interval_s": 1.0, "cores": 2, "cpu_busy": busy, "cpu_busy_max_core": busy,
+             "procs_running": 3, "procs_blocked": 0, "cpu_some": 0.01, "memory_some": 0.0, "memory_full": memory_full,
+             "mem_available_mib": 4000.0, "nodes": {"a": {"cpu_us": 10_000, "throttled_us": throttled_us}}}
+            for s in range(1, seconds + 1)]
+
+
+def _manifest(**extra):
+    return {"t0_ns": T0, "scenario": {}, "capture": {"a": {"captured": 1000, "kernel_drops": 0}}, **extra}
+
+
+def test_a_run_that_kept_up_is_faithful_and_shows_what_it_measured():
+    section = fidelity.measures(_manifest(), T0, _windows(), _host())
+    assert section["verdict"] == "faithful" and section["reasons"] == []
+    timers = section["timers"]
+    assert timers["agents"] == 3 and timers["periodic"] == 3000 and timers["late_periodic"] == 0
+    assert timers["late_ms"]["p99"] == pytest.approx(2 ** (27 / 4) / 1000, abs=1e-3)  # bucket 26's upper edge
+    assert timers["cpu_per_agent"] == {"mean": 0.02, "max": 0.02}
+    assert section["indicators"]["late_share"]["value"] == 0.0
+    assert section["host"]["cpu_busy_mean"] == 0.3 and section["host"]["seconds"] == 10
+    assert section["over_time"]["t_s"] == list(range(1, 11)) and len(section["over_time"]["cpu_busy"]) == 10
+
+
+def test_late_timers_degrade_then_make_a_run_unfaithful_with_the_reason_in_words():
+    degraded = fidelity.measures(_manifest(), T0, _windows(late=3), _host())
+    assert degraded["verdict"] == "degraded"
+    (reason,) = degraded["reasons"]
+    assert reason.startswith("share of periodic wake-ups late by more than a tenth of their period: 3%")
+    assert "above 1%: degraded" in reason
+    unfaithful = fidelity.measures(_manifest(), T0, _windows(late=10, skipped=5), _host())
+    assert unfaithful["verdict"] == "unfaithful"
+    assert {r.split(":")[0] for r in unfaithful["reasons"]} == {fidelity.MEANING["late_share"],
+                                                                 fidelity.MEANING["skipped_share"]}
+
+
+def test_a_saturated_cpu_only_degrades_and_drops_throttling_and_memory_stalls_judge():
+    busy = fidelity.measures(_manifest(), T0, _windows(), _host(busy=1.0))
+    assert busy["verdict"] == "degraded" and busy["indicators"]["cpu_saturated_share"]["value"] == 1.0
+    throttled = fidelity.measures(_manifest(), T0, _windows(), _host(throttled_us=200_000))
+    assert throttled["verdict"] == "unfaithful" and throttled["host"]["most_throttled_node"] == "a"
+    memory = fidelity.measures(_manifest(), T0, _windows(), _host(memory_full=0.05))
+    assert memory["verdict"] == "degraded"
+    drops = fidelity.measures(_manifest(capture={"a": {"captured": 990, "kernel_drops": 10}}), T0, _windows(), _host())
+    assert drops["verdict"] == "degraded" and drops["indicators"]["capture_drop_share"]["value"] == 0.01
+
+
+def test_the_warm_up_and_a_paused_node_do_not_count_against_the_run():
+    warm = _windows(late=50)
+    warm["t"] = warm["t"] - 20 * S  # every window ended before t0
+    assert fidelity.measures({"t0_ns": T0}, T0, warm, None)["verdict"] == "unknown"
+    paused = _windows(late=50, late_node="b", late_from=3)
+    manifest = _manifest(timeline=[{"action": "pause", "node": "b", "t_ns": T0 + 2 * S + S // 2, "ok": True},
+                                   {"action": "resume", "node": "b", "t_ns": T0 + 9 * S + S // 2, "ok": True}])
+    section = fidelity.measures(manifest, T0, paused, _host())
+    assert section["verdict"] == "faithful", section["reasons"]
+    assert section["timers"]["periodic"] == 3000 - 100 * 8  # b's windows ending at 3 s to 10 s are left out
+    assert fidelity.measures(_manifest(), T0, paused, _host())["verdict"] == "unfaithful"
+
+
+def test_without_fidelity_events_the_host_still_judges_and_the_rest_is_not_measured():
+    section = fidelity.measures(_manifest(), T0, pd.DataFrame(), _host(busy=1.0))
+    assert section["verdict"] == "degraded"
+    assert {"late_share", "skipped_share", "loop_lag_ms"} <= set(section["not_measured"])
+    nothing = fidelity.measures({"t0_ns": T0}, T0, None, None)
+    assert nothing["verdict"] == "unknown" and nothing["reasons"][0].startswith("the agents' timers and the machine")
+    captures_only = fidelity.measures(_manifest(), T0, None, None)
+    assert captures_only["verdict"] == "unknown", "clean captures alone do not make a run faithful"
+
+
+def test_a_scenario_sets_its_own_thresholds():
+    own = _manifest(scenario={"fidelity": {"late_share": [0.05, 0.2]}})
+    assert fidelity.measures(own, T0, _windows(late=3), _host())["verdict"] == "faithful"
+    assert fidelity.measures(own, T0, _windows(late=10), _host())["indicators"]["late_share"]["verdict"] == "degraded"
+
+
+@settings(max_examples=40, deadline=None)
+@given(late=st.integers(0, 100), more=st.integers(0, 100), busy=st.floats(0, 1), lag=st.integers(0, 300_000))
+def test_more_lateness_never_gives_a_better_verdict(late, more, busy, lag):
+    order = ("faithful", "degraded", "unfaithful")
+    a = fidelity.measures(_manifest(), T0, _windows(late=late, lag_us=lag), _host(busy=busy))["verdict"]
+    b = fidelity.measures(_manifest(), T0, _windows(late=min(late + more, 100), lag_us=lag), _host(busy=busy))["verdict"]
+    assert order.index(b) >= order.index(a)
+
+
+def test_host_samples_read_real_proc_files_and_a_line_cut_short_is_skipped(tmp_path):
+    from testbed.monitor import HostMonitor
+
+    monitor = HostMonitor(str(tmp_path), lambda: {"self": os.getpid()}, interval=0.2)
+    monitor.start()
+    time.sleep(0.7)
+    monitor.stop()
+    with open(tmp_path / "host.jsonl", "a") as fh:
+        fh.write('{"t": 12')  # a run killed mid-write
+    lines = fidelity.read_host(lambda uri: open(uri).read() if os.path.exists(uri) else None, str(tmp_path))
+    assert len(lines) == monitor.samples >= 3
+    for line in lines:
+        assert line["cores"] == os.cpu_count() and 0 <= line["cpu_busy"] <= 1 and line["procs_running"] >= 1
+        assert line["nodes"] == {}, "this process's own cgroup is not a node's container"
+    assert fidelity.read_host(lambda uri: None, str(tmp_path / "nowhere")) is None
+
+
+@pytest.mark.parametrize("value, message", [
+    ("{late_share: 0.1}", "0.1 is not allowed"),
+    ("{late_share: [0.1]}", "[0.1] is not allowed"),
+    ("{late_share: [0.2, 0.1]}", "degraded above 0.2 is above unfaithful above 0.1"),
+    ("{late_share: [-1, 0.1]}", "-1 is not allowed"),
+    ("{late_share: [.nan, 0.1]}", "nan is not allowed"),
+    ("{late_share: [0.1, 2]}", "2 is not allowed"),
+    ("{late_share: [true, null]}", "True is not allowed"),
+    ("{late_shar: [0.1, 0.2]}", "late_shar"),
+    ("[0.1, 0.2]", "fidelity"),
+])
+def test_bad_fidelity_thresholds_are_refused_with_the_line_and_what_is_allowed(value, message):
+    from testbed.errors import ValidationError
+    from testbed.scenario import parse_scenario_text
+
+    text = f"topology: {ROOT}/topologies/line3.yaml\nduration: 5s\nfidelity: {value}\n"
+    with pytest.raises(ValidationError) as caught:
+        parse_scenario_text(text, "s.yaml")
+    shown = str(caught.value)
+    assert message in shown and "s.yaml:3" in shown, shown
+
+
+def test_good_fidelity_thresholds_reach_the_manifest_and_the_schema_names_every_indicator():
+    from testbed.monitor import THRESHOLDS
+    from testbed.scenario import parse_scenario_text
+    from testbed.schema import scenario_schema
+
+    text = f"topology: {ROOT}/topologies/line3.yaml\nduration: 5s\nfidelity: {{loop_lag_ms: [50, null]}}\n"
+    scenario = parse_scenario_text(text, "s.yaml")
+    assert scenario.to_dict()["fidelity"] == {"loop_lag_ms": [50.0, None]}
+    assert fidelity.thresholds({"scenario": scenario.to_dict()})["loop_lag_ms"] == (50.0, None)
+    assert set(scenario_schema()["properties"]["fidelity"]["properties"]) == set(THRESHOLDS)
+
+
+# -- real runs ------------------------------------------------------------------------------------
+
+LINE3 = os.path.join(ROOT, "topologies", "line3.yaml")
+PROBES = f"""
+topology: {LINE3}
+warmup: 1s
+duration: 6s
+quiet: 1500ms
+workload:
+  defaults: {{role: probe, params: {{rate: 20, to: broadcast}}}}
+"""
+
+
+def _run(tmp_path, name, text, during=None):
+    """Runs the scenario; `during(manifest_path)` is called in a thread once the workload started."""
+    import threading
+
+    from testbed.run import Run
+    from testbed.scenario import parse_scenario_text
+
+    scenario = parse_scenario_text(text, str(tmp_path / f"{name}.yaml"))
+    execution = Run(scenario, out_dir=str(tmp_path / name), progress=False)
+    helper = None
+    if during is not None:
+        helper = threading.Thread(target=during, args=(os.path.join(execution.dir, "manifest.json"),))
+        helper.start()
+    try:
+        manifest = execution.execute()
+    finally:
+        if helper is not None:
+            helper.join()
+    assert manifest["status"] == "completed", manifest.get("error") or manifest.get("problems")
+    return execution.dir, manifest
+
+
+def _starve(manifest_path, seconds=3.0):
+    """Once the workload runs, processes at the highest priority keep every core busy for `seconds`."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with open(manifest_path) as fh:
+                if "t0_ns" in json.load(fh):
+                    break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    time.sleep(1.0)
+    hogs = [subprocess.Popen(["nice", "-n", "-20", sys.executable, "-c", "while True: pass"])
+            for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        time.sleep(seconds)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+@pytest.mark.network
+@pytest.mark.spark
+def test_a_run_measures_its_fidelity_a_paused_node_does_not_spoil_it_and_a_starved_run_is_not_faithful(
+        no_leftovers, images, spark, tmp_path):
+    from spark_analysis.job import analyze
+
+    light, manifest = _run(tmp_path, "light", PROBES + "timeline:\n  - {at: 2s, action: pause, node: h1, for: 2s}\n")
+    starved, _ = _run(tmp_path, "starved", PROBES, during=_starve)
+    # the agents' windows, about one a second each, and the machine's samples
+    with open(os.path.join(light, "logs", "h2.jsonl")) as fh:
+        windows = [e for e in map(json.loads, fh) if e["event"] == "fidelity"]
+    assert len(windows) >= 7 and all(e["wakeups"] >= 1 and e["cpu_us"] > 0 for e in windows[1:-1])
+    assert sum(e["periodic"] for e in windows) >= 20 * 6, "every paced send is a periodic wake-up"
+    host = fidelity.read_host(lambda uri: open(uri).read() if os.path.exists(uri) else None, light)
+    assert len(host) >= 8 and manifest["host_monitor"]["samples"] == len(host)
+    assert set(host[-1]["nodes"]) == {"h1", "h2", "h3"}, "each container's CPU"
+    results = analyze([light, starved], spark=spark, progress=False)
+    by_dir = {r["run"]["directory"]: r["fidelity"] for r in results.values()}
+    ok, bad = by_dir[light], by_dir[starved]
+    assert ok["verdict"] == "faithful", ok["reasons"]
+    assert ok["timers"]["agents"] == 3 and ok["host"]["seconds"] >= 6
+    assert bad["verdict"] == "unfaithful", bad
+    assert any(r.startswith(fidelity.MEANING["late_share"]) for r in bad["reasons"]), bad["reasons"]
+    assert bad["host"]["cpu_saturated_s"] >= 2
+    # the report shows it, and the summary says it
+    report = open(os.path.join(starved, "report", "index.html")).read()
+    assert "<h2>Fidelity</h2>" in report and "unfaithful" in report and "fidelity.png" in report
+    from testbed.cli.analyze import fidelity_line
+
+    assert fidelity_line(bad).startswith("fidelity: unfaithful (share of periodic wake-ups late")
+
+
+def test_paced_transmitters_short_of_lambda_t_beyond_chance_spoil_the_run_and_chance_does_not():
+    """AbC's transmitters (spark_analysis/protocols/abc.py): n exponential services of mean 1/λt
+    take a Gamma(n) time, so a group's pooled rate has an exact interval; the shortfall counts
+    only beyond its upper bound. Seeded draws at λt stay within it; a group 10% slow does not."""
+    import numpy as np
+
+    from spark_analysis.protocols import abc
+
+    rng = np.random.default_rng(7)
+    lam, n = 15.0, 2000
+    on_time = abc.pooled_rate(n, float(rng.exponential(1 / lam, n).sum()))
+    assert on_time["pooled_rate_high95"] > lam * 0.98
+    slow = abc.pooled_rate(n, float(rng.exponential(1 / (0.9 * lam), n).sum()))
+    section = {"transmitters": {"nodes": {}, "servers": {"target_rate": lam, **slow},
+                                "components": {"target_rate": lam, **on_time}}}
+    worst = abc.shortfall(section)
+    assert worst["where"] == "AbC servers" and 0.05 < worst["value"] < 0.1 and worst["asked"] == lam
+    judged = fidelity.measures(_manifest(), T0, _windows(), _host(), [worst, None])
+    assert judged["verdict"] == "unfaithful" and judged["shortfall"]["where"] == "AbC servers"
+    few = abc.pooled_rate(20, 20 / (0.8 * lam))  # 20 % slow, but 20 transmissions cannot tell
+    assert abc.shortfall({"transmitters": {"servers": {"target_rate": lam, **few}}})["value"] == 0.0
+    assert abc.shortfall({"transmitters": {"nodes": {}}}) is None and abc.shortfall(None) is None
