@@ -51,7 +51,7 @@ def gather(out_dir: str, file: Optional[str] = None) -> Dict[str, object]:
 
 
 def _shape(s: Dict) -> Dict:
-    keep = ("name", "kind", "verdict", "reason", "means_only", "judge", "groups")
+    keep = ("name", "kind", "verdict", "reason", "means_only", "judge", "groups", "judged", "fidelity")
     return {k: s[k] for k in keep if k in s}
 
 

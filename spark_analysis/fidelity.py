@@ -51,9 +51,10 @@ def thresholds(manifest: dict) -> Dict[str, Tuple[Optional[float], Optional[floa
     return out
 
 
-def read_host(read_text, uri: str) -> Optional[List[dict]]:
+def read_host(read_text, uri: str, virtual=lambda t: t) -> Optional[List[dict]]:
     """The lines of RUN_DIR/host.jsonl (None when the run has none); `read_text(uri)` returns a
-    file's text or None. A line that is not JSON (a run killed mid-write) is skipped."""
+    file's text or None; `virtual(t)` turns a line's wall-clock stamp into the run's virtual time
+    (spark_analysis.inputs.virtual_ns). A line that is not JSON (a run killed mid-write) is skipped."""
     text = read_text(uri.rstrip("/") + "/host.jsonl")
     if text is None:
         return None
@@ -64,6 +65,7 @@ def read_host(read_text, uri: str) -> Optional[List[dict]]:
         except ValueError:
             continue
         if isinstance(value, dict) and isinstance(value.get("t"), int):
+            value["t"] = virtual(value["t"])
             lines.append(value)
     return lines
 
@@ -77,7 +79,7 @@ def measures(manifest: dict, t0: int, events, host: Optional[List[dict]],
     limits = thresholds(manifest)
     values: Dict[str, Optional[float]] = {}
     details: Dict[str, Any] = {}
-    windows = _windows(events, t0, held_intervals(manifest))
+    windows = _windows(events, t0, held_intervals(manifest), float(manifest.get("time_dilation") or 1.0))
     over_time: Dict[str, list] = {}
     if windows:
         periodic = sum(w["periodic"] for w in windows)
@@ -210,7 +212,7 @@ def held_intervals(manifest: dict) -> Dict[str, List[Tuple[int, Optional[int]]]]
     return {n: [tuple(s) for s in spans] for n, spans in held.items() if spans}
 
 
-def _windows(events, t0: int, down: Dict[str, List[Tuple[int, Optional[int]]]]) -> List[dict]:
+def _windows(events, t0: int, down: Dict[str, List[Tuple[int, Optional[int]]]], dilation: float = 1.0) -> List[dict]:
     """The agents' fidelity windows that ended after t0, as dicts of integers; a window of a node
     the timeline had paused (or killed, or not yet started) is left out, and so is the window in
     which it came back: its timers are late by the pause, which is the scenario's doing."""
@@ -222,8 +224,9 @@ def _windows(events, t0: int, down: Dict[str, List[Tuple[int, Optional[int]]]]) 
         t = int(row.get("t") or 0)
         if t <= t0:
             continue
-        start = t - int(row.get("window_us") or 0) * 1000
-        if any(t >= begin and (end is None or start <= end + AFTER_DOWN_NS) for begin, end in down.get(row.get("node"), ())):
+        start = t - int(row.get("window_us") or 0) * 1000 / dilation  # window_us is wall clock, t virtual
+        after = AFTER_DOWN_NS / dilation  # a second of wall clock
+        if any(t >= begin and (end is None or start <= end + after) for begin, end in down.get(row.get("node"), ())):
             continue
         w = {k: int(row.get(k) or 0) if not _missing(row.get(k)) else 0 for k in keys}
         w["t"], w["node"] = int(row["t"]), row.get("node")

@@ -5,6 +5,7 @@ agents' event logs. Paths may be any URI Spark reads (a local directory, file:, 
 from __future__ import annotations
 
 import ipaddress
+import math
 import json
 import os
 import posixpath
@@ -34,12 +35,23 @@ class RunInfo:
         """The run's time zero (ns): the timeline's t0, else its start."""
         return int(self.manifest.get("t0_ns") or self.manifest.get("started_ns") or 0)
 
+    @property
+    def dilation(self) -> float:
+        """k: the run's world ran k times slower than the wall clock (1: not dilated)."""
+        return float(self.manifest.get("time_dilation") or 1.0)
+
+    @property
+    def origin(self) -> int:
+        """The wall-clock instant from which the run's virtual clock counts."""
+        return int(self.manifest.get("clock_origin_ns") or 0)
+
     def capture_info(self) -> Dict[str, object]:
-        """What a task decoding this run's captures needs: its id, node ids, time zero and each
-        node's local addresses (pcapreader.local_addresses)."""
+        """What a task decoding this run's captures needs: its id, node ids, time zero (virtual),
+        each node's local addresses (pcapreader.local_addresses) and the run's clock (origin and
+        dilation: the packets' wall-clock stamps become virtual, `virtual_ns`)."""
         addresses = self.manifest.get("addresses", {})
-        return {"run_id": self.run_id, "node_ids": self.node_ids, "t0": self.t0,
-                "local": {n: local_addresses(intfs.values()) for n, intfs in addresses.items()}}
+        return {"run_id": self.run_id, "node_ids": self.node_ids, "t0": self.t0, "origin": self.origin,
+                "dilation": self.dilation, "local": {n: local_addresses(intfs.values()) for n, intfs in addresses.items()}}
 
     @property
     def node_ids(self) -> Dict[str, int]:
@@ -77,6 +89,54 @@ def local_path(uri: str) -> Optional[str]:
     if uri.startswith("file:"):
         return "/" + uri[len("file:"):].lstrip("/")
     return uri if "://" not in uri else None
+
+
+#: the manifest's wall-clock stamps that the analysis turns into virtual time as it reads them
+MANIFEST_STAMPS = ("started_ns", "t0_ns", "workload_end_ns")
+TIMELINE_STAMPS = ("t_ns", "done_ns")
+
+
+def virtual_ns(t, origin: int, dilation: float):
+    """Wall-clock CLOCK_REALTIME ns as the run's virtual time: origin + (t - origin) / k, truncated,
+    the agents' own formula (agents/clock.py Clock.now_ns), for an int or a numpy array; k = 1
+    leaves t as it is. Every time the analysis reads goes through this (or `virtual_column`) once:
+    packets, events, the manifest's stamps, the radio records, the host samples."""
+    if dilation == 1.0:
+        return t
+    import numpy as np
+
+    if isinstance(t, np.ndarray):
+        return origin + np.trunc((t - origin).astype(np.float64) / dilation).astype(np.int64)
+    return origin + int((int(t) - origin) / dilation)
+
+
+def virtual_column(F, column, origin: int, dilation: float):
+    """virtual_ns as a Spark column expression (the same double division and truncation)."""
+    if dilation == 1.0:
+        return column
+    return (F.lit(origin) + ((column - F.lit(origin)) / F.lit(float(dilation))).cast("long")).cast("long")
+
+
+def _virtual_manifest(path: str, manifest: dict) -> dict:
+    """The manifest with its wall-clock stamps in virtual time (a copy; `wall_manifest` keeps them)."""
+    k = manifest.get("time_dilation", 1.0)
+    if k in (None, 1, 1.0):
+        return manifest
+    if not isinstance(k, (int, float)) or isinstance(k, bool) or not math.isfinite(k) or k < 1:
+        raise AnalysisError(f"{path}: time_dilation {k!r} is not a dilation (a number, at least 1)")
+    origin = manifest.get("clock_origin_ns")
+    if not isinstance(origin, int) or isinstance(origin, bool):
+        raise AnalysisError(f"{path}: time_dilation {k:g} without clock_origin_ns (the instant its virtual "
+                            f"clock counts from): the run's times cannot be told in virtual time")
+    out = dict(manifest)
+    for key in MANIFEST_STAMPS:
+        if isinstance(out.get(key), int):
+            out[key] = virtual_ns(out[key], origin, float(k))
+    out["timeline"] = [{**a, **{key: virtual_ns(a[key], origin, float(k)) for key in TIMELINE_STAMPS
+                                if isinstance(a.get(key), int)}} if isinstance(a, dict) else a
+                       for a in manifest.get("timeline") or []]
+    out["wall_manifest"] = {key: manifest.get(key) for key in MANIFEST_STAMPS}
+    return out
 
 
 def read_text(spark, uri: str) -> Optional[str]:
@@ -131,7 +191,7 @@ def _manifest(path: str, text: str, uri: str) -> RunInfo:
     for key in ("run_id", "node_ids"):
         if key not in manifest:
             raise AnalysisError(f"{path}: field {key!r} is missing (a run manifest has run_id and node_ids)")
-    return RunInfo(manifest["run_id"], uri, manifest)
+    return RunInfo(manifest["run_id"], uri, _virtual_manifest(path, manifest))
 
 
 #: the reduced rows of a capture (spark_analysis.reduce): kind 1 a file summary, 2 a reception,
@@ -165,7 +225,8 @@ def _captures(batches, runs: Dict[str, Dict[str, object]]):
             for run_key, path in zip(batch.column("run").to_pylist(), paths):
                 info = runs[run_key]
                 node = node_of(path)
-                yield info, node, path, read_file(path, info["node_ids"].get(node, 0), info["local"].get(node))
+                yield info, node, path, _virtual_packets(read_file(path, info["node_ids"].get(node, 0),
+                                                                   info["local"].get(node)), info)
             continue
         content = batch.column("content")
         offsets = np.frombuffer(content.buffers()[1], dtype=np.int32 if content.type == pa.binary() else np.int64)
@@ -175,10 +236,19 @@ def _captures(batches, runs: Dict[str, Dict[str, object]]):
         for i, path in enumerate(paths):
             run_uri = path.rsplit("/pcap/", 1)[0]
             info = runs.get(run_uri) or runs.get(run_uri.replace("file:///", "file:/")) or runs.get(
-                run_uri.replace("file:", "", 1)) or {"run_id": run_uri, "node_ids": {}, "local": {}, "t0": 0}
+                run_uri.replace("file:", "", 1)) or {"run_id": run_uri, "node_ids": {}, "local": {}, "t0": 0,
+                                                     "origin": 0, "dilation": 1.0}
             node = node_of(path)
-            yield info, node, path, read_bytes(data[offsets[i]:offsets[i + 1]], info["node_ids"].get(node, 0),
-                                               info["local"].get(node))
+            yield info, node, path, _virtual_packets(read_bytes(data[offsets[i]:offsets[i + 1]],
+                                                                info["node_ids"].get(node, 0), info["local"].get(node)),
+                                                     info)
+
+
+def _virtual_packets(parsed, info: Dict[str, object]):
+    """A decoded capture with its packets' stamps in the run's virtual time (both engines)."""
+    if info.get("dilation", 1.0) != 1.0 and parsed.packets:
+        parsed.columns["ts_ns"] = virtual_ns(parsed.columns["ts_ns"], info["origin"], info["dilation"])
+    return parsed
 
 
 def _parse_batches(runs: Dict[str, Dict[str, object]]):
@@ -333,10 +403,13 @@ def read_events(spark, run: RunInfo):
 
     if not may_exist(posixpath.join(run.uri, "logs"), ".jsonl"):
         return spark.createDataFrame([], event_schema()).withColumn("run", F.lit(run.run_id))
-    return (spark.read.schema(event_schema()).option("mode", "PERMISSIVE")
-            .option("columnNameOfCorruptRecord", "_corrupt_record")
-            .json(posixpath.join(run.uri, "logs", "*.jsonl"))
-            .withColumn("run", F.lit(run.run_id)))
+    events = (spark.read.schema(event_schema()).option("mode", "PERMISSIVE")
+              .option("columnNameOfCorruptRecord", "_corrupt_record")
+              .json(posixpath.join(run.uri, "logs", "*.jsonl"))
+              .withColumn("run", F.lit(run.run_id)))
+    if run.dilation != 1.0:  # the events' stamps in virtual time, as the local engine's
+        events = events.withColumn("t", virtual_column(F, F.col("t"), run.origin, run.dilation))
+    return events
 
 
 def may_exist(uri: str, suffix: str) -> bool:

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional
 from . import fidelity, radio, radio_report
 from .heap import large_array_heap
 from .inputs import (KIND_FILE, AnalysisError, RunInfo, local_path, normalise, read_events, read_manifest, read_packets,
-                     read_reduced, read_text)
+                     read_reduced, read_text, virtual_ns)
 from .logreader import NOTABLE_KINDS
 
 RESULTS_VERSION = 1
@@ -96,7 +96,8 @@ def analyze(run_dirs: List[str], master: Optional[str] = None, progress: bool = 
     runs = [read_manifest(spark, u) for u in uris]
     for r in runs:  # the radio medium's records, of runs that have one; the machine's samples
         r.radio = radio.read(spark, r)
-        r.host = fidelity.read_host(lambda uri: read_text(spark, uri), r.uri)
+        r.host = fidelity.read_host(lambda uri: read_text(spark, uri), r.uri,
+                                    lambda t, r=r: virtual_ns(t, r.origin, r.dilation))
     seen: Dict[str, str] = {}
     for r in runs:
         if r.run_id in seen:
@@ -326,6 +327,8 @@ def _run_summary(r: RunInfo) -> dict:
     return {"id": r.run_id, "directory": r.uri, "status": mf.get("status"), "scenario": scen.get("name"),
             "seed": mf.get("seed"), "duration_s": scen.get("duration_s"), "nodes": len(r.node_ids),
             "t0_ns": mf.get("t0_ns"), "started_at": mf.get("started_at"),
+            # every time in these results is virtual: the run ran time_dilation times slower
+            "time_dilation": r.dilation,
             "timeline": [{k: a.get(k) for k in ("action", "node", "link", "t_ns", "t_s", "ok", "from")
                           if a.get(k) is not None} for a in mf.get("timeline", [])]}
 

@@ -33,7 +33,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from .inputs import RunInfo, local_path
+from .inputs import RunInfo, _virtual_packets, local_path, virtual_ns
 from .logreader import NOTABLE_KINDS
 from .pcapreader import COLUMNS, node_of, read_file
 from .radio import Schedule, interval_of, receivers
@@ -166,7 +166,7 @@ def pcap_task(info: dict, paths: List[str]) -> dict:
     from . import reduce as rd
 
     node = stem = node_of(paths[0])
-    parsed = read_captures(paths, info["node_ids"].get(node, 0), info["local"].get(node))
+    parsed = _virtual_packets(read_captures(paths, info["node_ids"].get(node, 0), info["local"].get(node)), info)
     c, n = parsed.columns, parsed.packets
 
     def named(cols: Dict[str, object], rows: int, with_node: bool = True, encoded: bool = False):
@@ -216,6 +216,7 @@ def read_captures(paths: List[str], node_id: int, local):
 
 def log_task(info: dict, path: str) -> dict:
     """Read one log; write its events and hand over its sends, deliveries, sent counts and notable events."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -231,6 +232,13 @@ def log_task(info: dict, path: str) -> dict:
     if not n:
         return {"node": stem, "records": 0, "other": 0, "damage": "[]", "unreadable": unreadable,
                 "undeclared": undeclared}
+    if info.get("dilation", 1.0) != 1.0:  # the events' stamps in virtual time, as the general path's
+        t = table.column("t").to_numpy(zero_copy_only=False)
+        valid = ~pc.is_null(table.column("t")).to_numpy(zero_copy_only=False)
+        converted = np.zeros(n, np.int64)
+        converted[valid] = virtual_ns(t[valid].astype(np.int64), info["origin"], info["dilation"])
+        table = table.set_column(table.schema.get_field_index("t"), "t", pa.array(converted, pa.int64(),
+                                                                                 mask=~valid))
     table = table.append_column("run", pa.repeat(pa.scalar(info["run_id"]), n))
     write_parquet(table, os.path.join(info["out"], "events.parquet", f"part-{stem}.parquet"),
                   ["run", "node", "event", "t", "type", "origin", "seq"])

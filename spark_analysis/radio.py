@@ -189,12 +189,28 @@ def read(spark, run) -> Optional[Radio]:
                             f"(docs/RUNDIR.md)")
     tables, missing = {}, []
     for name, columns in ((POSITIONS, POSITION_COLUMNS), (LINKS, LINK_COLUMNS)):
-        tables[name] = _read_table(spark, posixpath.join(run.uri, RADIO_DIR, name), columns)
+        tables[name] = _virtual(_read_table(spark, posixpath.join(run.uri, RADIO_DIR, name), columns), run)
         if tables[name] is None:
             missing.append(f"{RADIO_DIR}/{name}")
     ids = run.node_ids
     segments = {seg: _segment(seg, cfg, tables[POSITIONS], tables[LINKS], ids) for seg, cfg in sorted(config.items())}
     return Radio(segments, missing)
+
+
+def _virtual(table, run):
+    """A radio table with its ticks' wall-clock stamps (t_ns, from_ns) in the run's virtual time."""
+    import pyarrow as pa
+
+    from .inputs import virtual_ns
+
+    if table is None or run.dilation == 1.0:
+        return table
+    for name in ("t_ns", "from_ns"):
+        if name in table.column_names:
+            values = np.asarray(table.column(name).to_numpy(zero_copy_only=False), np.int64)
+            table = table.set_column(table.schema.get_field_index(name), name,
+                                     pa.array(virtual_ns(values, run.origin, run.dilation), pa.int64()))
+    return table
 
 
 def _read_table(spark, uri: str, columns: Dict[str, str]):

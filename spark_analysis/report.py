@@ -210,9 +210,12 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Run {html.escape(run['id'])}</title>"
              f"<style>{CSS}</style></head><body>",
              f"<h1>Run {html.escape(run['id'])}</h1>",
-             table(["scenario", "status", "seed", "duration (s)", "nodes", "started"],
+             table(["scenario", "status", "seed", "duration (s)", "nodes", "started", "time dilation"],
                     [[run.get("scenario"), run.get("status"), run.get("seed"), run.get("duration_s"), run.get("nodes"),
-                      run.get("started_at")]])]
+                      run.get("started_at"), run.get("time_dilation", 1.0)]])]
+    if run.get("time_dilation", 1.0) != 1.0:
+        parts.append(f"<p>The run's world ran {run['time_dilation']:g} times slower than the wall clock: every time "
+                     "in this report is virtual (docs/ANALYSIS.md).</p>")
     parts.append(fidelity.html(res.get("fidelity"), out_dir))
     inp = res.get("input", {})
     parts.append("<h2>Input</h2>")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 from agents.roles import NO_AGENT
 
@@ -40,15 +40,22 @@ def has_agent(node: Node) -> bool:
     return node.role not in NO_AGENT and node.command is None
 
 
-def node_env(node: str, node_id: int, inside: str) -> Dict[str, str]:
-    """The environment every node's software gets: its name and id, and where its directory,
-    configuration and event log are as it sees them."""
-    return {"TESTBED_NODE": node, "TESTBED_NODE_ID": str(node_id), "TESTBED_DIR": inside,
-            "TESTBED_CONFIG": os.path.join(inside, CONFIG_NAME), "TESTBED_LOG": os.path.join(inside, LOG_NAME)}
+def node_env(node: str, node_id: int, inside: str, time_dilation: float = 1.0,
+             clock_origin_ns: Optional[int] = None) -> Dict[str, str]:
+    """The environment every node's software gets: its name and id, where its directory,
+    configuration and event log are as it sees them, and the run's time dilation with the origin
+    of its virtual clock (docs/RUNDIR.md: virtual = origin + (wall - origin) / dilation)."""
+    env = {"TESTBED_NODE": node, "TESTBED_NODE_ID": str(node_id), "TESTBED_DIR": inside,
+           "TESTBED_CONFIG": os.path.join(inside, CONFIG_NAME), "TESTBED_LOG": os.path.join(inside, LOG_NAME),
+           "TESTBED_TIME_DILATION": f"{time_dilation:g}"}
+    if clock_origin_ns is not None:
+        env["TESTBED_CLOCK_ORIGIN_NS"] = str(clock_origin_ns)
+    return env
 
 
 def write_configs(topo: Topology, node_dirs: Dict[str, str], seed: int, inside: Callable[[Node], str],
-                  wait_for_start: bool = False) -> None:
+                  wait_for_start: bool = False, time_dilation: float = 1.0,
+                  clock_origin_ns: Optional[int] = None) -> None:
     """One config.json per node; `inside(node)` is where the node sees its directory."""
     ids = node_ids(topo)
     peers = {}
@@ -68,6 +75,7 @@ def write_configs(topo: Topology, node_dirs: Dict[str, str], seed: int, inside: 
             "seed": node_seed(seed, name), "run_seed": seed, "nodes": peers, "neighbors": neighbors,
             "broadcast": [str(e.address.network.broadcast_address) for e in topo.interfaces(name) if e.address],
             "log": os.path.join(inside(node), LOG_NAME), "port": AGENT_PORT, "wait_for_start": wait_for_start,
+            "time_dilation": time_dilation, "clock_origin_ns": clock_origin_ns,
         }
         with open(os.path.join(node_dirs[name], CONFIG_NAME), "w") as handle:
             json.dump(config, handle, indent=1)

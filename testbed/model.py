@@ -43,6 +43,15 @@ class LinkProps:
     def merged(self, **changes: Any) -> "LinkProps":
         return replace(self, **changes)
 
+    def dilated(self, k: float) -> "LinkProps":
+        """The same link in a world k times slower than the wall clock: its rate divided by k, its
+        delay and jitter multiplied by k; loss, corruption, duplication and reordering are
+        probabilities per packet and stay as they are."""
+        if k == 1:
+            return self
+        return replace(self, delay_ms=self.delay_ms * k, jitter_ms=self.jitter_ms * k,
+                       bandwidth_mbit=None if self.bandwidth_mbit is None else self.bandwidth_mbit / k)
+
     def to_dict(self) -> Dict[str, Any]:
         """Only the impairments that are set, in the units the YAML uses."""
         out: Dict[str, Any] = {}

@@ -47,8 +47,13 @@ class Lab:
 
     def __init__(self, topo: Topology, lab: Optional[str] = None, capabilities: Optional[Capabilities] = None,
                  accept_unemulated: Iterable[str] = (), progress: Optional[Progress] = None,
-                 workdir: Optional[str] = None, seed: int = 0, hold_workload: bool = False) -> None:
+                 workdir: Optional[str] = None, seed: int = 0, hold_workload: bool = False,
+                 time_dilation: float = 1.0) -> None:
         self.topo = topo
+        #: the emulated world runs this many times slower than the wall clock; every node's virtual
+        #: clock counts from clock_origin_ns (agents/clock.py)
+        self.time_dilation = float(time_dilation)
+        self.clock_origin_ns = time.time_ns()
         self.names = lab_names(lab or topo.name)
         # Each node's directory: its agent's config and event log (the container's /testbed).
         self.workdir = os.path.abspath(workdir or default_workdir(self.names.lab))
@@ -64,7 +69,8 @@ class Lab:
         self.progress = progress or (lambda message: None)
         self.runtimes: Dict[str, Runtime] = {}
         self.media: Dict[str, Medium] = {name: cls(topo, self.names, self.shaper, self.capabilities,
-                                                   workdir=self.workdir, node_dirs=self.node_dirs, seed=seed)
+                                                   workdir=self.workdir, node_dirs=self.node_dirs, seed=seed,
+                                                   time_dilation=self.time_dilation)
                                          for name, cls in medium_classes()}
         self.started: Dict[str, Started] = {}
         self.net = None
@@ -147,9 +153,11 @@ class Lab:
         by_runtime = self._by_runtime()
         ids = node_ids(self.topo)
         inside = {name: self.runtime_of(name).node_dir_inside(self.node_dirs[name]) for name in self.topo.nodes}
-        envs = {name: {**node_env(name, ids[name], inside[name]), **node.env} for name, node in self.topo.nodes.items()}
+        envs = {name: {**node_env(name, ids[name], inside[name], self.time_dilation, self.clock_origin_ns), **node.env}
+                for name, node in self.topo.nodes.items()}
         write_configs(self.topo, self.node_dirs, self.seed, lambda node: inside[node.name],
-                      wait_for_start=self.hold_workload)
+                      wait_for_start=self.hold_workload, time_dilation=self.time_dilation,
+                      clock_origin_ns=self.clock_origin_ns)
         for runtime_name, nodes in by_runtime.items():
             self.progress(f"starting {len(nodes)} {runtime_name} node(s)")
             self.started.update(self.runtimes[runtime_name].create(nodes, self.node_dirs, envs))

@@ -124,7 +124,8 @@ class Run:
         self.progress = Progress(progress)
         lab_name = run_lab_name(self.dir)
         self.lab = Lab(scenario.topology, lab_name, accept_unemulated=accept_unemulated, workdir=self.dir,
-                       seed=scenario.seed, progress=lambda m: self.progress.set(m), hold_workload=True)
+                       seed=scenario.seed, progress=lambda m: self.progress.set(m), hold_workload=True,
+                       time_dilation=scenario.time_dilation)
         self.captures = None
         self.monitor: Optional[HostMonitor] = None
         self.nemesis: Optional[Nemesis] = None
@@ -167,6 +168,9 @@ class Run:
             "addresses": {n: {e.interface: str(e.address) for e in self.scenario.topology.interfaces(n)}
                           for n in self.scenario.topology.nodes},
             "command": sys.argv, "promises": promises(self.scenario),
+            # the emulated world ran k times slower than the wall clock; every node's virtual clock
+            # counts from the origin: virtual = origin + (wall - origin) / k (docs/RUNDIR.md)
+            "time_dilation": self.scenario.time_dilation, "clock_origin_ns": self.lab.clock_origin_ns,
         }
         self._write_manifest()
         record_running(self.lab.name, self.dir)
@@ -197,6 +201,7 @@ class Run:
 
     def _run(self) -> None:
         scenario = self.scenario
+        k = scenario.time_dilation  # the scenario's times are virtual: k wall seconds each
         self.lab.start(before_launch=self._start_captures)
         self.manifest["versions"] = _versions(self.lab)
         self.manifest["capabilities"] = {"shaping": self.lab.shaper.name, "unemulated": sorted(self.lab.unemulated)}
@@ -208,7 +213,7 @@ class Run:
         self.monitor.start()
         self.nemesis = Nemesis(self.lab)
         self.progress.set("warm-up")
-        warmup_end = time.monotonic() + scenario.warmup_ms / 1000
+        warmup_end = time.monotonic() + scenario.warmup_ms / 1000 * k
         late = self.lab.wait_agents_ready()
         if late:
             shown = "; ".join(f"{node} {why}" for node, why in list(late.items())[:5])
@@ -224,15 +229,16 @@ class Run:
         total = len(scenario.schedule)
 
         def clock() -> str:
-            return f"t={time.monotonic() - t0:5.1f}/{scenario.duration_ms / 1000:g}s  actions {len(self.executed)}/{total}"
+            return (f"t={(time.monotonic() - t0) / k:5.1f}/{scenario.duration_ms / 1000:g}s"
+                    f"{f' (virtual, {k:g}x slower)' if k != 1 else ''}  actions {len(self.executed)}/{total}")
 
         self.progress.set("timeline", clock)
         for action in scenario.schedule:
-            delay = t0 + action.at_ms / 1000 - time.monotonic()
+            delay = t0 + action.at_ms / 1000 * k - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
             self._execute(action, t0)
-        remaining = t0 + scenario.duration_ms / 1000 - time.monotonic()
+        remaining = t0 + scenario.duration_ms / 1000 * k - time.monotonic()
         if remaining > 0:
             time.sleep(remaining)
         # The workload ends; agents keep receiving and retransmitting through the quiet period.
@@ -240,14 +246,14 @@ class Run:
         self.lab.signal_agents(signal.SIGUSR1)
         self.progress.set("heal all, quiet period")
         record: Dict[str, Any] = {"action": "heal_all", "planned_s": scenario.duration_ms / 1000,
-                                  "t_s": round(time.monotonic() - t0, 3), "t_ns": time.time_ns()}
+                                  "t_s": round((time.monotonic() - t0) / k, 3), "t_ns": time.time_ns()}
         try:
             record.update(ok=True, details=self.nemesis.heal_all())
         except Exception as exc:
             record.update(ok=False, error=_error_text(exc))
         record["from"] = "end of scenario"
         self._record(record)
-        time.sleep(scenario.quiet_ms / 1000)
+        time.sleep(scenario.quiet_ms / 1000 * k)
 
     def _start_captures(self, lab: Lab) -> None:
         if not self.scenario.capture["enabled"]:
@@ -264,7 +270,7 @@ class Run:
         self.captures.wait_ready()
 
     def _execute(self, action, t0: float) -> None:
-        self._record(execute(self.nemesis, action, t0))
+        self._record(execute(self.nemesis, action, t0, self.scenario.time_dilation))
 
     def _record(self, record: Dict[str, Any]) -> None:
         self.executed.append(record)
@@ -320,14 +326,14 @@ class Run:
         write_manifest(self.dir, self.manifest)
 
 
-def execute(nemesis: Nemesis, planned, t0: float) -> Dict[str, Any]:
+def execute(nemesis: Nemesis, planned, t0: float, dilation: float = 1.0) -> Dict[str, Any]:
     """Carry out one planned action now; its record for the manifest's timeline. An action that
     fails is recorded with its error (`ok` false) and nothing is raised: the run goes on, the rest
     of the schedule still happens, and the analysis sees which faults were injected."""
     record = planned.describe()
     record["planned_s"] = record.pop("at_s")
     record["t_ns"] = time.time_ns()
-    record["t_s"] = round(time.monotonic() - t0, 3)
+    record["t_s"] = round((time.monotonic() - t0) / dilation, 3)  # virtual seconds since t0
     try:
         details = nemesis.apply(planned)
         record["ok"] = True

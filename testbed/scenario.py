@@ -25,8 +25,12 @@ from .topology import NAME_ALLOWED, NAME_RE, ImpairmentError, Reader, parse_topo
 from .units import TIME_ALLOWED, parse_time_ms
 from .yamlio import Located, Path, load_file, load_text, load_value
 
-TOP_KEYS = ("name", "description", "topology", "seed", "duration", "warmup", "quiet", "workload", "capture",
-            "fidelity", "timeline")
+TOP_KEYS = ("name", "description", "topology", "seed", "duration", "warmup", "quiet", "time_dilation", "workload",
+            "capture", "fidelity", "timeline")
+#: time dilation: the emulated world runs k times slower than the wall clock, k from 1 to this
+MAX_DILATION = 100
+DILATION_ALLOWED = (f"a number from 1 to {MAX_DILATION}: the emulated world runs that many times slower than the "
+                    "wall clock (below 1 the machine would have to run faster than real time)")
 WORKLOAD_KEYS = ("defaults", "kinds", "nodes")
 WORKLOAD_NODE_KEYS = ("role", "params", "start")
 #: a node's `start`: with the network (at once), or by the timeline's `start` action (a node that
@@ -54,6 +58,9 @@ class Scenario:
     description: str = ""
     #: the run's own fidelity thresholds: indicator → [degraded above, unfaithful above] (testbed/monitor.py)
     fidelity: Dict[str, List[Optional[float]]] = field(default_factory=dict)
+    #: the emulated world runs this many times slower than the wall clock (durations, the timeline,
+    #: the agents' clocks, link rates, radio ticks and mobility are in virtual time)
+    time_dilation: float = 1.0
     raw: Dict[str, Any] = field(default_factory=dict)
 
     def files(self) -> List[Tuple[str, str]]:
@@ -73,6 +80,7 @@ class Scenario:
             "name": self.name, "description": self.description, "source": self.source,
             "topology": self.topology_source, "seed": self.seed,
             "duration_s": self.duration_ms / 1000, "warmup_s": self.warmup_ms / 1000, "quiet_s": self.quiet_ms / 1000,
+            "time_dilation": self.time_dilation,
             "capture": dict(self.capture), "fidelity": {k: list(v) for k, v in self.fidelity.items()},
             "workload": self.raw.get("workload") or {},
             "timeline": self.raw.get("timeline") or [],
@@ -161,6 +169,10 @@ def parse_scenario(doc: Located, seed_override: Optional[int] = None) -> Scenari
             capture[key] = value
 
     fidelity = _fidelity(r, top.get("fidelity"))
+    dilation = top.get("time_dilation", 1)
+    if not (isinstance(dilation, (int, float)) and not isinstance(dilation, bool) and math.isfinite(dilation)
+            and 1 <= dilation <= MAX_DILATION):
+        raise r.fail(("time_dilation",), f"{dilation!r} is not allowed", DILATION_ALLOWED)
     workload = r.mapping(top.get("workload"), ("workload",), WORKLOAD_KEYS)
     try:
         topology = parse_topology(topo_doc)
@@ -184,7 +196,7 @@ def parse_scenario(doc: Located, seed_override: Optional[int] = None) -> Scenari
                          f"a timeline entry {{at: ..., action: start, node: {node_name}}}, or start: at-once")
     return Scenario(name=name, source=doc.file, topology=topology, topology_source=topology_source, seed=seed,
                     duration_ms=duration, warmup_ms=warmup, quiet_ms=quiet, capture=capture, schedule=schedule,
-                    description=description.strip(), raw=dict(top), fidelity=fidelity)
+                    description=description.strip(), raw=dict(top), fidelity=fidelity, time_dilation=float(dilation))
 
 
 FIDELITY_ALLOWED = ("[degraded above, unfaithful above]: two numbers from 0 (shares from 0 to 1; loop_lag_ms in "

@@ -177,7 +177,7 @@ def scenario_schema() -> Dict[str, Any]:
     from .actions import action_class, action_names
     from .actions.base import DIRECTIONS
     from .monitor import MEANING, THRESHOLDS
-    from .scenario import CAPTURE_KEYS, STARTS, TOP_KEYS, WORKLOAD_KEYS
+    from .scenario import CAPTURE_KEYS, MAX_DILATION, STARTS, TOP_KEYS, WORKLOAD_KEYS
     from agents.roles import role_names
 
     time_field = {"description": "a time after the end of the warm-up", **_duration}
@@ -224,6 +224,8 @@ def scenario_schema() -> Dict[str, Any]:
                                        "snaplen": {"type": "integer", "minimum": 96, "maximum": 262144},
                                        "buffer_mib": {"type": "integer", "minimum": 1, "maximum": 1024}},
                         "propertyNames": {"enum": list(CAPTURE_KEYS)}},
+            "time_dilation": {"type": "number", "minimum": 1, "maximum": MAX_DILATION,
+                              "description": "the emulated world runs this many times slower than the wall clock"},
             "fidelity": {"type": "object", "additionalProperties": False,
                          "description": "the run's own fidelity thresholds (docs/ANALYSIS.md, Fidelity)",
                          "properties": {key: {"type": "array", "minItems": 2, "maxItems": 2,

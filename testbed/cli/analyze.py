@@ -85,7 +85,9 @@ def print_summary(res: dict) -> None:
     def f(v, spec=".3f"):
         return "-" if v is None else format(v, spec)
 
-    print(f"run {run['id']}: {run.get('status')}")
+    k = run.get("time_dilation", 1.0)
+    print(f"run {run['id']}: {run.get('status')}" + (f" (times are virtual: {k:g} times slower than the wall clock)"
+                                                     if k != 1.0 else ""))
     print(f"  messages sent {msg.get('sent', 0)}, receivers reached {msg.get('received', 0)}"
           f"/{msg.get('intended_receivers', 0)} (delivery ratio {f(msg.get('delivery_ratio'))})")
     print(f"  first-copy latency ms: median {f(lat.get('median_ms'))}, p95 {f(lat.get('p95_ms'))}, "

@@ -85,8 +85,11 @@ class Medium:
     name = "base"
 
     def __init__(self, topo: Topology, names: LabNames, shaper, capabilities, workdir: Optional[str] = None,
-                 node_dirs: Optional[Dict[str, str]] = None, seed: int = 0) -> None:
+                 node_dirs: Optional[Dict[str, str]] = None, seed: int = 0, time_dilation: float = 1.0) -> None:
         self.topo = topo
+        #: the emulated world runs this many times slower than the wall clock: a medium emulates
+        #: its rates, delays and clock (ticks, mobility) in that virtual time
+        self.time_dilation = time_dilation
         self.names = names
         self.shaper = shaper
         self.capabilities = capabilities

@@ -117,5 +117,5 @@ class Cables(Medium):
             effective = emulated_part(props, self.shaper)
             # Nothing was ever applied to a fresh link: skip the no-op instead of spawning tools.
             if self._props.get((index, side), LinkProps()) != effective:
-                self.shaper.apply(self.directions[(index, side)], effective)
+                self.shaper.apply(self.directions[(index, side)], effective, self.time_dilation)
             self._props[(index, side)] = effective

@@ -171,7 +171,8 @@ class Radio(Medium):
         self._tick(0.0)
 
     def _airtime_qdiscs(self, segment: RadioSegment) -> None:
-        props = segment.props()
+        props = segment.props().dilated(self.time_dilation)
+        kbit = None if props.bandwidth_mbit is None else props.bandwidth_mbit * 1000
         active = props.active() & self.shaper.emulates
         if not active:
             return
@@ -184,12 +185,12 @@ class Radio(Medium):
                 if "delay" in active:
                     args += ["delay", f"{props.delay_ms:g}ms"] + ([f"{props.jitter_ms:g}ms"] if "jitter" in active else [])
                 if "bandwidth" in active:
-                    args += ["rate", f"{segment.bitrate_kbit:g}kbit"]
+                    args += ["rate", f"{kbit:g}kbit"]
                 commands = [args]
             else:
                 # tbf's bucket holds one full frame: frames leave one at a time at the bitrate
                 commands = [["tc", "qdisc", "replace", "dev", interface, "root", "handle", "1:", "tbf", "rate",
-                             f"{segment.bitrate_kbit:g}kbit", "burst", "1600", "latency", "60s"],
+                             f"{kbit:g}kbit", "burst", "1600", "latency", "60s"],
                             ["tc", "qdisc", "replace", "dev", interface, "parent", "1:1", "handle", "10:", "pfifo",
                              "limit", str(queue)]]
             for args in commands:
@@ -206,7 +207,8 @@ class Radio(Medium):
     # -- while running ----------------------------------------------------------------------------
 
     def model_time(self) -> float:
-        return 0.0 if self._origin is None else time.monotonic() - self._origin
+        """Seconds of virtual time since the experiment's clock started (mobility moves in it)."""
+        return 0.0 if self._origin is None else (time.monotonic() - self._origin) / self.time_dilation
 
     def position(self, node: str) -> Tuple[float, float, float]:
         """Where the medium places the node now."""
@@ -224,14 +226,14 @@ class Radio(Medium):
         self._tick(t)
 
     def _ticker(self) -> None:
-        tick = min(s.tick_s for s in self.segments.values())
+        tick = min(s.tick_s for s in self.segments.values()) * self.time_dilation  # wall seconds
         k = 1
         while not self._stop.is_set():
             due = self._origin + k * tick
             delay = due - time.monotonic()
             if delay > 0 and self._stop.wait(delay):
                 return
-            self._tick_late.append(max(time.monotonic() - due, 0.0))
+            self._tick_late.append(max(time.monotonic() - due, 0.0) / self.time_dilation)  # virtual
             try:
                 self._tick(self.model_time())
             except Exception as exc:  # the run goes on; the problem goes into the manifest

@@ -93,8 +93,9 @@ class Shaper:
         self.table = table
         nft_in_root(bridge_table_script(table))
 
-    def apply(self, direction: Direction, props: LinkProps) -> None:
-        """Replace the shaping of one cable direction with `props`."""
+    def apply(self, direction: Direction, props: LinkProps, dilation: float = 1.0) -> None:
+        """Replace the shaping of one cable direction with `props`, in a world `dilation` times
+        slower than the wall clock (rates divided, delays multiplied: LinkProps.dilated)."""
         raise NotImplementedError
 
 
@@ -102,8 +103,9 @@ class NetemShaper(Shaper):
     name = "netem"
     emulates = frozenset(("delay", "jitter", "loss", "bandwidth", "corruption", "duplication", "reordering"))
 
-    def apply(self, direction: Direction, props: LinkProps) -> None:
+    def apply(self, direction: Direction, props: LinkProps, dilation: float = 1.0) -> None:
         port = direction.egress
+        props = props.dilated(dilation)
         if not props.active():
             port.run(["tc", "qdisc", "del", "dev", port.device, "root"], check=False)
             return
@@ -142,14 +144,14 @@ class KernelShaper(Shaper):
         self.emulates = frozenset(emulates)
         self._chains: set = set()
 
-    def apply(self, direction: Direction, props: LinkProps) -> None:
+    def apply(self, direction: Direction, props: LinkProps, dilation: float = 1.0) -> None:
         self._apply_loss(direction, props.loss)
         threshold = int(round(props.duplication * 1_000_000))
         port = direction.egress
         self._netdev_chain(port, "egress", threshold and [
             f"meta mark {DUP_MARK} accept",
             f"{_chance(threshold)}meta mark set {DUP_MARK} dup to \"{port.device}\""])
-        self._apply_bandwidth(port, props.bandwidth_mbit)
+        self._apply_bandwidth(port, props.bandwidth_mbit, dilation)
 
     def _apply_loss(self, direction: Direction, loss: float) -> None:
         threshold = int(round(loss * 1_000_000))
@@ -185,14 +187,16 @@ class KernelShaper(Shaper):
         return port.run(["nft", "list", "chain", "netdev", port.table, chain], check=False).returncode == 0
 
     @staticmethod
-    def _apply_bandwidth(port: Port, mbit: Optional[float]) -> None:
+    def _apply_bandwidth(port: Port, mbit: Optional[float], dilation: float = 1.0) -> None:
         if mbit is None:
             port.run(["tc", "qdisc", "del", "dev", port.device, "root"], check=False)
             return
         rate_bytes = mbit * 1e6 / 8
         burst = max(int(rate_bytes / 100), 15140)  # 10 ms of traffic, at least ten full frames
-        port.run(["tc", "qdisc", "replace", "dev", port.device, "root", "tbf", "rate", f"{mbit * 1000:g}kbit",
-                  "burst", str(burst), "latency", "100ms"])
+        # in a world k times slower: the rate divided by k, the queue (100 ms at the rate) k times
+        # longer, and the same bytes of burst and of queue as the undilated link
+        port.run(["tc", "qdisc", "replace", "dev", port.device, "root", "tbf", "rate",
+                  f"{mbit * 1000 / dilation:g}kbit", "burst", str(burst), "latency", f"{100 * dilation:g}ms"])
 
 
 def nft_in_root(script: str) -> None:
