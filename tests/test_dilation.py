@@ -180,4 +180,5 @@ def test_the_same_scenario_at_k_1_and_k_4_gives_the_same_virtual_time_measures(n
     ratio = [r["messages"]["PROBE"]["delivery_ratio"] for r in (one, four)]
     assert 0.4 < ratio[0] < 0.7 and ratio[1] == pytest.approx(ratio[0], abs=0.05), ratio
     delay = [r["application"]["PROBE"]["delivery_latency"]["median_ms"] for r in (one, four)]
-    assert 50 < delay[0] < 150 and delay[1] == pytest.approx(delay[0], rel=0.15), delay
+    # a full queue: its 100 ms and the bucket's 15,140 bytes at 2 Mbit/s (61 ms) ahead of each probe
+    assert 130 < delay[0] < 190 and delay[1] == pytest.approx(delay[0], rel=0.1), delay

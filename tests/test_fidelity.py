@@ -1,14 +1,14 @@
 """Fidelity: whether the machine kept up. The judgement (spark_analysis/fidelity.py) on made-up
 windows and samples, over the space of lateness and load; then real runs on Mininet: the agents
 write their `fidelity` events, the host is sampled into host.jsonl, a light run is faithful, a
-paused node does not count against it, and a run starved of CPU by competing processes is not."""
+paused node does not count against it, and a run whose agents need more CPU than the machine
+has is not. (Busy processes outside the containers would not do: each container's cgroup gets its
+share of the CPU whatever the niceness of the rest.)"""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 
 import pandas as pd
@@ -185,62 +185,33 @@ workload:
 """
 
 
-def _run(tmp_path, name, text, during=None):
-    """Runs the scenario; `during(manifest_path)` is called in a thread once the workload started."""
-    import threading
-
+def _run(tmp_path, name, text):
     from testbed.run import Run
     from testbed.scenario import parse_scenario_text
 
     scenario = parse_scenario_text(text, str(tmp_path / f"{name}.yaml"))
-    execution = Run(scenario, out_dir=str(tmp_path / name), progress=False)
-    helper = None
-    if during is not None:
-        helper = threading.Thread(target=during, args=(os.path.join(execution.dir, "manifest.json"),))
-        helper.start()
-    try:
-        manifest = execution.execute()
-    finally:
-        if helper is not None:
-            helper.join()
+    manifest = Run(scenario, out_dir=str(tmp_path / name), progress=False).execute()
     assert manifest["status"] == "completed", manifest.get("error") or manifest.get("problems")
-    return execution.dir, manifest
+    return str(tmp_path / name), manifest
 
 
-def _starve(manifest_path, seconds=3.0):
-    """Once the workload runs, processes at the highest priority keep every core busy for `seconds`."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with open(manifest_path) as fh:
-                if "t0_ns" in json.load(fh):
-                    break
-        except (OSError, ValueError):
-            pass
-        time.sleep(0.05)
-    time.sleep(1.0)
-    hogs = [subprocess.Popen(["nice", "-n", "-20", sys.executable, "-c", "while True: pass"])
-            for _ in range(2 * (os.cpu_count() or 1))]
-    try:
-        time.sleep(seconds)
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
+#: more than two cores can carry: each agent broadcasts 6000 probes a second and takes 12000 in
+OVERLOADED = PROBES.replace("rate: 20", "rate: 6000").replace("duration: 6s", "duration: 2s")
 
 
 @pytest.mark.network
 @pytest.mark.spark
-def test_a_run_measures_its_fidelity_a_paused_node_does_not_spoil_it_and_a_starved_run_is_not_faithful(
+def test_a_run_measures_its_fidelity_a_paused_node_does_not_spoil_it_and_an_overloaded_run_is_not_faithful(
         no_leftovers, images, spark, tmp_path):
     from spark_analysis.job import analyze
 
     light, manifest = _run(tmp_path, "light", PROBES + "timeline:\n  - {at: 2s, action: pause, node: h1, for: 2s}\n")
-    starved, _ = _run(tmp_path, "starved", PROBES, during=_starve)
+    starved, _ = _run(tmp_path, "starved", OVERLOADED)
     # the agents' windows, about one a second each, and the machine's samples
     with open(os.path.join(light, "logs", "h2.jsonl")) as fh:
         windows = [e for e in map(json.loads, fh) if e["event"] == "fidelity"]
-    assert len(windows) >= 7 and all(e["wakeups"] >= 1 and e["cpu_us"] > 0 for e in windows[1:-1])
+    working = [e for e in windows if manifest["t0_ns"] + 1e9 < e["t"] < manifest["workload_end_ns"]]
+    assert len(windows) >= 8 and len(working) >= 4 and all(e["wakeups"] >= 15 and e["cpu_us"] > 0 for e in working)
     assert sum(e["periodic"] for e in windows) >= 20 * 6, "every paced send is a periodic wake-up"
     host = fidelity.read_host(lambda uri: open(uri).read() if os.path.exists(uri) else None, light)
     assert len(host) >= 8 and manifest["host_monitor"]["samples"] == len(host)
@@ -252,7 +223,7 @@ def test_a_run_measures_its_fidelity_a_paused_node_does_not_spoil_it_and_a_starv
     assert ok["timers"]["agents"] == 3 and ok["host"]["seconds"] >= 6
     assert bad["verdict"] == "unfaithful", bad
     assert any(r.startswith(fidelity.MEANING["late_share"]) for r in bad["reasons"]), bad["reasons"]
-    assert bad["host"]["cpu_saturated_s"] >= 2
+    assert bad["host"]["cpu_saturated_s"] >= 1.5
     # the report shows it, and the summary says it
     report = open(os.path.join(starved, "report", "index.html")).read()
     assert "<h2>Fidelity</h2>" in report and "unfaithful" in report and "fidelity.png" in report
