@@ -355,7 +355,7 @@ def write_plot(out_dir: str, section: Optional[dict], timeline: List[dict], t0: 
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from .report import _mark_faults
+    from .report import mark_faults
 
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
     if over.get("host_t_s"):
@@ -375,7 +375,7 @@ def write_plot(out_dir: str, section: Optional[dict], timeline: List[dict], t0: 
     a2.set_ylabel("late wake-ups (%)")
     a2.set_xlabel("seconds since t0")
     for ax in (a1, a2):
-        _mark_faults(ax, timeline, t0)
+        mark_faults(ax, timeline, t0)
         ax.grid(alpha=0.3)
     a1.set_title(f"Fidelity: {section['verdict']} (dashed: timeline actions)")
     fig.tight_layout()

@@ -225,7 +225,7 @@ def _captures(batches, runs: Dict[str, Dict[str, object]]):
             for run_key, path in zip(batch.column("run").to_pylist(), paths):
                 info = runs[run_key]
                 node = node_of(path)
-                yield info, node, path, _virtual_packets(read_file(path, info["node_ids"].get(node, 0),
+                yield info, node, path, virtual_packets(read_file(path, info["node_ids"].get(node, 0),
                                                                    info["local"].get(node)), info)
             continue
         content = batch.column("content")
@@ -239,12 +239,12 @@ def _captures(batches, runs: Dict[str, Dict[str, object]]):
                 run_uri.replace("file:", "", 1)) or {"run_id": run_uri, "node_ids": {}, "local": {}, "t0": 0,
                                                      "origin": 0, "dilation": 1.0}
             node = node_of(path)
-            yield info, node, path, _virtual_packets(read_bytes(data[offsets[i]:offsets[i + 1]],
+            yield info, node, path, virtual_packets(read_bytes(data[offsets[i]:offsets[i + 1]],
                                                                 info["node_ids"].get(node, 0), info["local"].get(node)),
                                                      info)
 
 
-def _virtual_packets(parsed, info: Dict[str, object]):
+def virtual_packets(parsed, info: Dict[str, object]):
     """A decoded capture with its packets' stamps in the run's virtual time (both engines)."""
     if info.get("dilation", 1.0) != 1.0 and parsed.packets:
         parsed.columns["ts_ns"] = virtual_ns(parsed.columns["ts_ns"], info["origin"], info["dilation"])

@@ -33,7 +33,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from .inputs import RunInfo, _virtual_packets, local_path, virtual_ns
+from .inputs import RunInfo, virtual_packets, local_path, virtual_ns
 from .logreader import NOTABLE_KINDS
 from .pcapreader import COLUMNS, node_of, read_file
 from .radio import Schedule, interval_of, receivers
@@ -166,7 +166,7 @@ def pcap_task(info: dict, paths: List[str]) -> dict:
     from . import reduce as rd
 
     node = stem = node_of(paths[0])
-    parsed = _virtual_packets(read_captures(paths, info["node_ids"].get(node, 0), info["local"].get(node)), info)
+    parsed = virtual_packets(read_captures(paths, info["node_ids"].get(node, 0), info["local"].get(node)), info)
     c, n = parsed.columns, parsed.packets
 
     def named(cols: Dict[str, object], rows: int, with_node: bool = True, encoded: bool = False):

@@ -29,7 +29,7 @@ def _t_rel(action: dict, t0: Optional[int]) -> Optional[float]:
     return (action["t_ns"] - t0) / 1e9
 
 
-def _mark_faults(ax, timeline: List[dict], t0: Optional[int]) -> None:
+def mark_faults(ax, timeline: List[dict], t0: Optional[int]) -> None:
     for a in timeline:
         t = _t_rel(a, t0)
         if t is None:
@@ -80,7 +80,7 @@ def plot_series(path: str, series: List[dict], timeline: List[dict], t0: Optiona
     a3.set_xlabel("seconds since t0 (by send time)")
     a3.legend(fontsize=7)
     for ax in (a1, a2, a3):
-        _mark_faults(ax, timeline, t0)
+        mark_faults(ax, timeline, t0)
         ax.grid(alpha=0.3)
     a1.set_title("Over time (dashed: timeline actions; red faults, green recoveries)")
     fig.tight_layout()

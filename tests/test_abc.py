@@ -456,7 +456,7 @@ RUNS = {  # name: (scenario, --set overrides)
     "tree-dp": ("tree", ()),
     "tree-ci": ("tree", ("workload.kinds.component.params.workload=communication-intensive",)),
 }
-COMMON = ("duration=4s", "quiet=3s", "workload.kinds.component.params.time_unit_ms=250")
+COMMON = ("duration=4s", "quiet=2s", "workload.kinds.component.params.time_unit_ms=250")
 
 
 def _testbed(*args, timeout=600):
@@ -775,8 +775,13 @@ def test_transmitters_report_each_paced_nodes_achieved_rate_and_each_groups_spre
     assert tx["nodes"]["s1"] == {"transmissions": 300, "busy_s": 2.5, "rate": pytest.approx(12)}
     assert tx["nodes"]["s3"]["transmissions"] == 100 and tx["nodes"]["s3"]["rate"] == pytest.approx(10)
     assert tx["nodes"]["c2"] == {"transmissions": 0, "busy_s": 0.0, "rate": None} and "c3" not in tx["nodes"]
+    from scipy.stats import chi2
+
+    # pooled: 550 transmissions in 45 time units of busy time, and the one-sided 95% bound of a Gamma(550) time
     assert tx["servers"] == {"nodes": 3, "transmitting": 3, "transmissions": 550, "min_rate": pytest.approx(10),
-                             "median_rate": pytest.approx(12), "max_rate": pytest.approx(15), "target_rate": 15.0}
+                             "median_rate": pytest.approx(12), "max_rate": pytest.approx(15), "target_rate": 15.0,
+                             "pooled_rate": pytest.approx(550 / 45),
+                             "pooled_rate_high95": pytest.approx(chi2.ppf(0.95, 1100) / 90)}
     assert tx["components"]["transmitting"] == 1 and tx["components"]["median_rate"] == pytest.approx(1.5)
 
 

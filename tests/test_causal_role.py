@@ -98,9 +98,16 @@ def _results(run_dir):
 @pytest.mark.network
 def test_reduced_figure_5_recovery_cuts_the_losses_in_optimistic_causal_order(reduced):
     out, runs = reduced
-    shapes = {s["name"]: s["verdict"] for s in json.loads((out / "shapes.json").read_text())}
+    judged = json.loads((out / "shapes.json").read_text())
+    shapes = {s["name"]: s["verdict"] for s in judged}
     assert all(v == "valid" for v in shapes.values()), shapes
     none, r1 = _results(runs["f5-none"]), _results(runs["f5-r1"])
+    # the machine's say on the top load is recorded with the verdict it did not block (the file
+    # accepts unfaithful runs: on two cores, 25 agents at 12.5 events a round may lag)
+    lost = next(s for s in judged if s["name"] == "lost: f5-r1 < f5-none")
+    unfaithful = [p for p in ("f5-none", "f5-r1") if _results(runs[p])["fidelity"]["verdict"] == "unfaithful"]
+    assert lost["fidelity"] == {"unfaithful": unfaithful, "degraded": lost["fidelity"]["degraded"],
+                                "accepted": bool(unfaithful)}
     for name, res in (("none", none), ("r1", r1)):
         checks = {c["check"]: c for c in res["checks"]}
         for check in ("at-most-once", "optimistic-causal-order", "no-phantom", "ticket-uniqueness"):

@@ -118,7 +118,7 @@ def test_a_dilated_run_is_analysed_in_virtual_time_alike_by_both_engines(spark, 
 
     from .synthetic import make_run
 
-    make_run(str(tmp_path / "plain"), packets=6000, seed=5, loss=0.1, duplicate=0.02, duration_s=10)
+    make_run(str(tmp_path / "plain"), packets=3000, seed=5, loss=0.1, duplicate=0.02, duration_s=10)
     _stretch(str(tmp_path / "plain"), str(tmp_path / "slow"), 4)
     import shutil
 

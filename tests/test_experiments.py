@@ -363,6 +363,8 @@ def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed
 
     runs = pd.read_parquet(out / "runs.parquet")
     assert sorted(runs["run"]) == sorted(["line.rate=5-s1", "line.rate=20-s1", "line.rate=5-s2", "line.rate=20-s2"])
+    # each run's fidelity, counted in the summary (light runs: the machine keeps up, or is busy at times)
+    assert set(runs["fidelity"]) <= {"faithful", "degraded"} and "fidelity: " in stdout
     # three probes for three seconds: 15 or 16 sends each at 5/s (the last may fall on the edge), 60 or 61 at 20/s
     sent = dict(zip(runs["run"], runs["sent"]))
     assert all(45 <= sent[f"line.rate=5-s{k}"] <= 48 and 180 <= sent[f"line.rate=20-s{k}"] <= 183 for k in (1, 2)), sent
