@@ -12,8 +12,8 @@ A container-based emulator is faithful only while the machine keeps up with what
   memory, each container's CPU throttling, every second;
 - the manifest: the captures' kernel drops, the radio ticker's lateness and skipped ticks.
 
-Only what happened from the workload's start (t0) counts: the warm-up starts containers and is
-busy by design. An indicator with no data (an image that writes no `fidelity` events, a run
+Only what happened from the workload's start (t0) to a second after the quiet period counts: the
+warm-up starts containers and the end stops them, both busy by design. An indicator with no data (an image that writes no `fidelity` events, a run
 from before the monitor) is "not measured" and does not judge; a run with no indicator measured
 is "unknown".
 
@@ -79,7 +79,8 @@ def measures(manifest: dict, t0: int, events, host: Optional[List[dict]],
     limits = thresholds(manifest)
     values: Dict[str, Optional[float]] = {}
     details: Dict[str, Any] = {}
-    windows = _windows(events, t0, held_intervals(manifest), float(manifest.get("time_dilation") or 1.0))
+    end = end_of_run(manifest)
+    windows = _windows(events, t0, held_intervals(manifest), float(manifest.get("time_dilation") or 1.0), end)
     over_time: Dict[str, list] = {}
     if windows:
         periodic = sum(w["periodic"] for w in windows)
@@ -102,7 +103,7 @@ def measures(manifest: dict, t0: int, events, host: Optional[List[dict]],
             "worst_nodes": sorted(per_node.values(), key=lambda n: (-n["late_share"], n["node"]))[:5],
         }
         over_time.update(_timer_series(windows, t0))
-    host_lines = [h for h in (host or []) if h["t"] > t0]
+    host_lines = [h for h in (host or []) if t0 < h["t"] <= end]
     if host_lines:
         busy = [float(h.get("cpu_busy") or 0.0) for h in host_lines]
         seconds = sum(float(h.get("interval_s") or 0.0) for h in host_lines)
@@ -212,7 +213,17 @@ def held_intervals(manifest: dict) -> Dict[str, List[Tuple[int, Optional[int]]]]
     return {n: [tuple(s) for s in spans] for n, spans in held.items() if spans}
 
 
-def _windows(events, t0: int, down: Dict[str, List[Tuple[int, Optional[int]]]], dilation: float = 1.0) -> List[dict]:
+def end_of_run(manifest: dict) -> float:
+    """The end of the quiet period (ns, the manifest's clock), a second after it: what comes later
+    is the run stopping its agents and captures, busy by design; inf when the manifest cannot say."""
+    end, quiet = manifest.get("workload_end_ns"), (manifest.get("scenario") or {}).get("quiet_s")
+    if not isinstance(end, int) or not isinstance(quiet, (int, float)):
+        return math.inf
+    return end + quiet * 1e9 + 1e9
+
+
+def _windows(events, t0: int, down: Dict[str, List[Tuple[int, Optional[int]]]], dilation: float = 1.0,
+             end: float = math.inf) -> List[dict]:
     """The agents' fidelity windows that ended after t0, as dicts of integers; a window of a node
     the timeline had paused (or killed, or not yet started) is left out, and so is the window in
     which it came back: its timers are late by the pause, which is the scenario's doing."""
@@ -222,7 +233,7 @@ def _windows(events, t0: int, down: Dict[str, List[Tuple[int, Optional[int]]]], 
     out = []
     for row in events.to_dict("records"):
         t = int(row.get("t") or 0)
-        if t <= t0:
+        if t <= t0 or t > end:
             continue
         start = t - int(row.get("window_us") or 0) * 1000 / dilation  # window_us is wall clock, t virtual
         after = AFTER_DOWN_NS / dilation  # a second of wall clock
@@ -329,7 +340,7 @@ def _throttled(lines: List[dict], seconds: float) -> Tuple[Optional[float], Opti
     if not per or not seconds:
         return None, None
     node = max(sorted(per), key=per.__getitem__)
-    return per[node] / (seconds * 1e6), node
+    return per[node] / (seconds * 1e6), node if per[node] > 0 else None
 
 
 def _mean(values) -> Optional[float]:

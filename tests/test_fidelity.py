@@ -96,6 +96,15 @@ def test_the_warm_up_and_a_paused_node_do_not_count_against_the_run():
     assert fidelity.measures(_manifest(), T0, paused, _host())["verdict"] == "unfaithful"
 
 
+def test_the_run_stopping_after_its_quiet_period_does_not_count():
+    late_at_the_end = _windows(late=50, late_from=8)  # late in the windows ending at 9 s and 10 s
+    stopping = _manifest(workload_end_ns=T0 + 5 * S, scenario={"quiet_s": 2.0})  # quiet ends at 7 s
+    assert fidelity.measures(stopping, T0, late_at_the_end, _host(busy=1.0) + [])["verdict"] == "degraded"
+    section = fidelity.measures(stopping, T0, late_at_the_end, _host())
+    assert section["verdict"] == "faithful" and section["host"]["seconds"] == 8
+    assert fidelity.measures(_manifest(), T0, late_at_the_end, _host())["verdict"] == "unfaithful"
+
+
 def test_without_fidelity_events_the_host_still_judges_and_the_rest_is_not_measured():
     section = fidelity.measures(_manifest(), T0, pd.DataFrame(), _host(busy=1.0))
     assert section["verdict"] == "degraded"
