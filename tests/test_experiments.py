@@ -655,3 +655,24 @@ def test_a_run_made_before_an_agent_file_changed_is_stale_and_named_in_the_plan(
     runner = Runner(exp, str(tmp_path / "out"), progress=False, accept_code_changes=True)
     runner.plan()
     assert runner.planned[0].status == "pending" and "the scenario changed" in runner.planned[0].stale
+
+
+def test_the_fidelity_benchmark_reads_the_largest_size_whose_runs_are_all_faithful():
+    """benchmarks/fidelity.py's capacity: per k, the sizes climb while every seed is faithful;
+    the first size with a degraded or unfaithful run stops the ladder. (The runs are the
+    experiment runner's, tested above on real sweeps; here they are rows.)"""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import fidelity as bench
+    finally:
+        sys.path.pop(0)
+    verdicts = {(25, 1): ["faithful"] * 3, (50, 1): ["faithful", "degraded", "faithful"], (75, 1): ["faithful"] * 3,
+                (25, 4): ["faithful"] * 3, (50, 4): ["faithful"] * 3, (75, 4): ["faithful"] * 3,
+                (25, 2): ["unfaithful", "faithful", "faithful"]}
+    runs = [{"members": size, "k": k, "fidelity": v, "scenario": "causal"}
+            for (size, k), vs in verdicts.items() for v in vs]
+    got = bench.capacity(runs, bench.SIZES["causal"])
+    assert {k: c["largest_faithful"] for k, c in got.items()} == {"1": 25, "2": None, "4": 75}
+    assert got["1"]["runs"]["50"] == ["degraded", "faithful", "faithful"]
+    abc = bench.capacity([{"scenario": "t105", "k": 2, "fidelity": "faithful"}], bench.SIZES["abc"])
+    assert abc == {"2": {"largest_faithful": 105, "runs": {"105": ["faithful"]}}}
