@@ -268,11 +268,15 @@ def analyze(run_dirs: Iterable[str], master: Optional[str] = None, progress: boo
 
 def experiment(path: str, out: Optional[str] = None, seeds: Optional[int] = None,
                set: Optional[Mapping[str, Any]] = None, hosts: Optional[Sequence[str]] = None,
-               analyze: bool = True, master: Optional[str] = None, progress: bool = False) -> Dict[str, Any]:
+               analyze: bool = True, master: Optional[str] = None, progress: bool = False,
+               accept_code_changes: bool = False, accept_unfaithful: bool = False) -> Dict[str, Any]:
     """Carry out an experiment file as `testbed experiment` does: every point x seed not complete
     yet into `out` (default runs/experiments/<name>), then (with `analyze`) one Spark analysis and
     the tables, plots, verdicts and index.html. Returns {"directory", "runs": {name: status}, and
-    with analyze "summary" (one dict per point and measure) and "shapes" (verdicts)}."""
+    with analyze "summary" (one dict per point and measure) and "shapes" (verdicts)}.
+    `accept_code_changes` and `accept_unfaithful` are the command's --accept-code-changes (keep
+    complete runs stale only because the code changed) and --accept-unfaithful (judge shapes on
+    runs the fidelity monitor called unfaithful)."""
     from .experiment.runner import Runner
     from .experiment.spec import LOCAL, Host, load_experiment
 
@@ -283,7 +287,10 @@ def experiment(path: str, out: Optional[str] = None, seeds: Optional[int] = None
             from .remote.target import parse_target
             parse_target(h.target)
     exp = load_experiment(path, seeds=seeds, extra_sets=extra, hosts=host_list)
-    runner = Runner(exp, out or os.path.join("runs", "experiments", exp.name), progress=progress)
+    if accept_unfaithful:
+        exp.accept_unfaithful = True
+    runner = Runner(exp, out or os.path.join("runs", "experiments", exp.name), progress=progress,
+                    accept_code_changes=accept_code_changes)
     runner.execute()
     outcome: Dict[str, Any] = {"directory": runner.out, "runs": {p.name: p.status for p in runner.planned}}
     if analyze:

@@ -676,3 +676,24 @@ def test_the_fidelity_benchmark_reads_the_largest_size_whose_runs_are_all_faithf
     assert got["1"]["runs"]["50"] == ["degraded", "faithful", "faithful"]
     abc = bench.capacity([{"scenario": "t105", "k": 2, "fidelity": "faithful"}], bench.SIZES["abc"])
     assert abc == {"2": {"largest_faithful": 105, "runs": {"105": ["faithful"]}}}
+
+
+def test_the_python_api_passes_the_accept_flags_as_the_command_does(tmp_path, monkeypatch):
+    """testbed.api.experiment(accept_code_changes=..., accept_unfaithful=...) reach the runner
+    and the experiment as --accept-code-changes and --accept-unfaithful do. (The runs are the
+    runner's, tested above on real sweeps; here it runs nothing.)"""
+    import testbed.api as tb
+    from testbed.experiment.runner import Runner
+
+    seen = {}
+
+    def execute(runner):
+        seen.update(code=runner.accept_code_changes, unfaithful=runner.exp.accept_unfaithful)
+        return {}
+
+    monkeypatch.setattr(Runner, "execute", execute)
+    path = workspace(tmp_path)
+    tb.experiment(path, out=str(tmp_path / "out"), analyze=False)
+    assert seen == {"code": False, "unfaithful": False}
+    tb.experiment(path, out=str(tmp_path / "out"), analyze=False, accept_code_changes=True, accept_unfaithful=True)
+    assert seen == {"code": True, "unfaithful": True}
