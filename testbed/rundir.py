@@ -311,6 +311,8 @@ def manifest_schema() -> Dict[str, Any]:
                      "mobility": {"type": "object", "description": "member -> its track's description"},
                      "moves": {"type": "array", "items": obj}, "ticks": ns,
                      "tick_ms_median": number_or_null, "tick_ms_max": number_or_null,
+                     "ticks_scheduled": ns, "ticks_skipped": ns, "tick_late_ms_p99": number_or_null,
+                     "tick_late_ms_max": number_or_null,
                      "airtime": {"type": "object", "additionalProperties": obj,
                                  "description": "member -> frames, bytes and dropped by its airtime queue"},
                      "error": {"type": "string"}}}}
@@ -352,5 +354,12 @@ def manifest_schema() -> Dict[str, Any]:
             "log_events": {"type": "object", "additionalProperties": ns},
             "timeline": {"type": "array", "items": executed},
             "radio": radio,
+            "time_dilation": {"type": "number", "minimum": 1,
+                              "description": "the emulated world ran this many times slower than the wall clock"},
+            "clock_origin_ns": {**ns, "description": "the wall-clock instant every node's virtual clock counts from: "
+                                                     "virtual = origin + (wall - origin) / time_dilation"},
+            "host_monitor": {"type": "object", "description": "host.jsonl: the machine sampled every second",
+                             "properties": {"file": {"type": "string"}, "samples": ns, "interval_s": seconds,
+                                            "error": {"type": "string"}}},
         },
     }

@@ -58,6 +58,19 @@ def synthetic(tmp_path_factory):
     return {"clean": clean, "truth": truth, "damaged": damaged, "damaged_truth": damaged_truth}
 
 
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """Two LANs (srv1, srv2, c1..c10) at 8,000 packets, clean and damaged as `synthetic`: for the
+    tests that hold two readers or two engines to each other row by row, where the size only
+    costs time (the big run keeps the reader tests' 186 files)."""
+    base = tmp_path_factory.mktemp("small")
+    clean, damaged = str(base / "clean"), str(base / "damaged")
+    make_run(clean, packets=8_000, nodes=2, seed=3, loss=0.1, duplicate=0.02)
+    make_run(damaged, packets=8_000, nodes=2, seed=3, loss=0.1, duplicate=0.02,
+             corrupt={"truncate": ["c1"], "garbage": ["c7"]})
+    return {"clean": clean, "damaged": damaged}
+
+
 def node_ids(run_dir):
     with open(os.path.join(run_dir, "manifest.json")) as fh:
         return json.load(fh)["node_ids"]
@@ -212,14 +225,14 @@ def test_analysis_of_a_synthetic_run_matches_its_ground_truth(synthetic, spark, 
     assert not os.path.exists(os.path.join(run, "report.partial"))
 
 
-def test_captures_reduced_where_read_equal_spark_grouping_every_packet(synthetic, spark):
+def test_captures_reduced_where_read_equal_spark_grouping_every_packet(small, spark):
     """The reduction each task does on its captures (spark_analysis.reduce) against Spark's own
     grouping of the per-packet table; and local reading against Spark's binaryFile source."""
     from pyspark.sql import functions as F
 
     from spark_analysis.inputs import normalise, read_manifest, read_packets, read_reduced
 
-    run = read_manifest(spark, normalise(synthetic["clean"]))
+    run = read_manifest(spark, normalise(small["clean"]))
     local = read_reduced(spark, [run]).filter("kind != 1").drop("file")
     via_spark = read_reduced(spark, [run], source="binaryFile").filter("kind != 1").drop("file")
     assert local.count() == via_spark.count() > 0 and local.exceptAll(via_spark).count() == 0
@@ -371,7 +384,7 @@ def test_log_reader_reads_every_line_as_sparks_json_reader_does(spark, tmp_path)
         assert unreadable == sum(r[CORRUPT] is not None for r in theirs), data
 
 
-def test_local_engine_equals_spark_reading_and_writing_everything(synthetic, spark, tmp_path):
+def test_local_engine_equals_spark_reading_and_writing_everything(small, spark, tmp_path):
     """The local engine (each task decodes, parses and writes its file's rows itself, the driver
     reads Arrow files) against the general path (Spark reads the pcaps and logs and writes the
     tables): the same results.json and the same rows in every table, on damaged pcaps and odd logs."""
@@ -380,7 +393,7 @@ def test_local_engine_equals_spark_reading_and_writing_everything(synthetic, spa
     results = {}
     for engine in ("spark", "auto"):
         run = tmp_path / engine
-        shutil.copytree(synthetic["damaged"], run)
+        shutil.copytree(small["damaged"], run)
         with open(run / "logs" / "c3.jsonl", "ab") as fh:
             fh.write(ODD_LOG_LINES)
         (r,) = analyze([str(run)], spark=spark, progress=False, engine=engine).values()
