@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from typing import Any, Awaitable, Callable, Dict, List, Optional
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence
 
 #: histogram buckets of lateness: 4 per doubling of microseconds, bucket b holding
 #: [2^(b/4), 2^((b+1)/4)) µs; bucket 0 also holds everything under 1 µs
@@ -86,8 +86,8 @@ class Monitor:
         cpu = self._cpu()
         fields: Dict[str, Any] = {
             "wakeups": len(late),
-            "late_p50_us": int(round(_quantile(late, 0.5))) if late else 0,
-            "late_p99_us": int(round(_quantile(late, 0.99))) if late else 0,
+            "late_p50_us": int(round(quantile(late, 0.5))) if late else 0,
+            "late_p99_us": int(round(quantile(late, 0.99))) if late else 0,
             "late_max_us": int(round(late[-1])) if late else 0,
             "periodic": self.periodic,
             "late_periodic": self.late_periodic,
@@ -105,8 +105,9 @@ class Monitor:
         return fields
 
 
-def _quantile(ordered: List[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default) of a sorted list."""
+def quantile(ordered: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default) of a sorted list (the
+    analysis's fidelity section takes its loop-lag quantiles the same way)."""
     position = q * (len(ordered) - 1)
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)

@@ -34,11 +34,11 @@ import json
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from agents.clock import bucket_upper_us, quantile
 from testbed.monitor import AFTER_DOWN_NS, MEANING, SATURATED
 from testbed.monitor import THRESHOLDS as DEFAULTS
 
 VERDICTS = ("faithful", "degraded", "unfaithful")
-BUCKETS_PER_OCTAVE = 4  # agents/clock.py's histogram
 
 
 def thresholds(manifest: dict) -> Dict[str, Tuple[Optional[float], Optional[float]]]:
@@ -90,14 +90,14 @@ def measures(manifest: dict, t0: int, events, host: Optional[List[dict]],
         lags = sorted(w["loop_lag_us"] / 1000 for w in windows)
         values["late_share"] = late / periodic if periodic else None
         values["skipped_share"] = skipped / (periodic + skipped) if periodic + skipped else None
-        values["loop_lag_ms"] = _quantile(lags, 0.99)
+        values["loop_lag_ms"] = quantile(lags, 0.99)
         per_node = _per_node(windows)
         details["timers"] = {
             "agents": len(per_node), "wakeups": sum(w["wakeups"] for w in windows), "periodic": periodic,
             "late_periodic": late, "skipped": skipped,
-            "late_ms": {"p50": _hist_quantile(hist, 0.5), "p99": _hist_quantile(hist, 0.99),
+            "late_ms": {"p50": _histquantile(hist, 0.5), "p99": _histquantile(hist, 0.99),
                         "max": round(max(w["late_max_us"] for w in windows) / 1000, 3)},
-            "loop_lag_ms": {"p50": round(_quantile(lags, 0.5), 3), "p99": round(_quantile(lags, 0.99), 3),
+            "loop_lag_ms": {"p50": round(quantile(lags, 0.5), 3), "p99": round(quantile(lags, 0.99), 3),
                             "max": round(lags[-1], 3)},
             "cpu_per_agent": _cpu_per_agent(windows),
             "worst_nodes": sorted(per_node.values(), key=lambda n: (-n["late_share"], n["node"]))[:5],
@@ -197,20 +197,7 @@ def held_intervals(manifest: dict) -> Dict[str, List[Tuple[int, Optional[int]]]]
 
     from .history import down_intervals
 
-    held: Dict[str, List[list]] = {n: [list(s) for s in spans] for n, spans in down_intervals(manifest).items()}
-    for action in sorted(manifest.get("timeline") or [], key=lambda a: a.get("t_ns") or 0):
-        if not action.get("ok", True) or action.get("t_ns") is None:
-            continue
-        effect = timers(action.get("action", ""))
-        for node in action.get("nodes") or ([action["node"]] if action.get("node") else []):
-            spans = held.setdefault(node, [])
-            if effect == "held":
-                spans.append([int(action["t_ns"]), None])
-            elif effect == "released":
-                for span in spans:
-                    if span[1] is None:
-                        span[1] = int(action["t_ns"])
-    return {n: [tuple(s) for s in spans] for n, spans in held.items() if spans}
+    return down_intervals(manifest, lambda name: {"held": "down", "released": "up"}.get(timers(name)))
 
 
 def end_of_run(manifest: dict) -> float:
@@ -262,7 +249,7 @@ def _merged_histogram(windows: List[dict]) -> Dict[int, int]:
     return out
 
 
-def _hist_quantile(hist: Dict[int, int], q: float) -> Optional[float]:
+def _histquantile(hist: Dict[int, int], q: float) -> Optional[float]:
     """The q-quantile of lateness in ms, as the upper edge of the bucket holding it (the
     histogram's resolution: a factor 2^(1/4))."""
     total = sum(hist.values())
@@ -272,15 +259,8 @@ def _hist_quantile(hist: Dict[int, int], q: float) -> Optional[float]:
     for b in sorted(hist):
         seen += hist[b]
         if seen >= rank:
-            return round(2.0 ** ((b + 1) / BUCKETS_PER_OCTAVE) / 1000, 3)
+            return round(bucket_upper_us(b) / 1000, 3)
     return None
-
-
-def _quantile(ordered: Sequence[float], q: float) -> float:
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def _per_node(windows: List[dict]) -> Dict[str, dict]:
@@ -366,7 +346,7 @@ def write_plot(out_dir: str, section: Optional[dict], timeline: List[dict], t0: 
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from .report import mark_faults
+    from .timeline_marks import mark_faults
 
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
     if over.get("host_t_s"):

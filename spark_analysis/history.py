@@ -35,10 +35,13 @@ def _json_tuple(text) -> Optional[tuple]:
     return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
 
-def down_intervals(manifest: dict) -> Dict[str, List[Tuple[int, Optional[int]]]]:
+def down_intervals(manifest: dict, effect=None) -> Dict[str, List[Tuple[int, Optional[int]]]]:
     """node → the intervals [start, end) during which it did not take part (end None: until the
     end of the run), from the actions that succeeded; a node whose agent waited for the timeline
-    (`start: timeline`) is down from time zero until its start."""
+    (`start: timeline`) is down from time zero until its start. `effect(action name)` says what an
+    action does: "down", "up" or None (default: its liveness, testbed.actions.liveness; the
+    fidelity analysis asks for its timers instead, spark_analysis.fidelity.held_intervals)."""
+    effect = effect or liveness
     down: Dict[str, List[list]] = {}
     t0 = manifest.get("t0_ns")
     nodes = (manifest.get("topology") or {}).get("nodes")
@@ -51,10 +54,10 @@ def down_intervals(manifest: dict) -> Dict[str, List[Tuple[int, Optional[int]]]]
         nodes = action.get("nodes") or ([action["node"]] if action.get("node") else [])
         for node in nodes:
             spans = down.setdefault(node, [])
-            effect = liveness(action.get("action", ""))
-            if effect == "down" and not (spans and spans[-1][1] is None):
+            does = effect(action.get("action", ""))
+            if does == "down" and not (spans and spans[-1][1] is None):
                 spans.append([int(action["t_ns"]), None])
-            elif effect == "up" and spans and spans[-1][1] is None:
+            elif does == "up" and spans and spans[-1][1] is None:
                 spans[-1][1] = int(action["t_ns"])
     return {n: [tuple(s) for s in spans] for n, spans in down.items() if spans}
 

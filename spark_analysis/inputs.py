@@ -118,7 +118,7 @@ def virtual_column(F, column, origin: int, dilation: float):
 
 
 def _virtual_manifest(path: str, manifest: dict) -> dict:
-    """The manifest with its wall-clock stamps in virtual time (a copy; `wall_manifest` keeps them)."""
+    """The manifest with its wall-clock stamps in virtual time (a copy: the file keeps them)."""
     k = manifest.get("time_dilation", 1.0)
     if k in (None, 1, 1.0):
         return manifest
@@ -135,7 +135,6 @@ def _virtual_manifest(path: str, manifest: dict) -> dict:
     out["timeline"] = [{**a, **{key: virtual_ns(a[key], origin, float(k)) for key in TIMELINE_STAMPS
                                 if isinstance(a.get(key), int)}} if isinstance(a, dict) else a
                        for a in manifest.get("timeline") or []]
-    out["wall_manifest"] = {key: manifest.get(key) for key in MANIFEST_STAMPS}
     return out
 
 

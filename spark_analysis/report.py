@@ -12,34 +12,15 @@ import matplotlib
 
 from . import fidelity
 from .html import fmt, table
+from .timeline_marks import mark_faults
 from .protocols import plugins
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-FAULTS = {"kill", "stop", "pause", "link_down", "set_link", "partition"}
 #: the Parquet tables every report holds beside results.json (spark_analysis.job writes them)
 TABLES = ("packets.parquet", "events.parquet", "receptions.parquet", "messages.parquet")
-
-
-def _t_rel(action: dict, t0: Optional[int]) -> Optional[float]:
-    if action.get("t_ns") is None or not t0:
-        return action.get("t_s")
-    return (action["t_ns"] - t0) / 1e9
-
-
-def mark_faults(ax, timeline: List[dict], t0: Optional[int]) -> None:
-    for a in timeline:
-        t = _t_rel(a, t0)
-        if t is None:
-            continue
-        # an action undone by its "for" (resume, link restored) is a recovery, not a fault
-        fault = a.get("action") in FAULTS and " for " not in (a.get("from") or "")
-        ax.axvline(t, color="tab:red" if fault else "tab:green", linestyle="--", linewidth=0.8, alpha=0.8)
-        label = a.get("action", "") + (f" {a['node']}" if a.get("node") else "")
-        ax.annotate(label, (t, 1.0), xycoords=("data", "axes fraction"), rotation=90, fontsize=6,
-                    va="top", ha="right", color="tab:red" if fault else "tab:green")
 
 
 def plot_latency_cdf(path: str, samples: List[float], others: Dict[str, List[float]] = None) -> None:

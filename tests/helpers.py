@@ -13,6 +13,29 @@ PYTHON = "/usr/bin/python3"
 PROBE = os.path.join(ROOT, "tests", "netprobe.py")
 
 
+class FakeClock:
+    """A wall clock in seconds that moves only when a task sleeps through it or the test says work
+    took time (`now += ...`): the agent clock's seams (agents/clock.py Clock: monotonic=time,
+    realtime_ns, wall_sleep=sleep) for schedules that must be exact."""
+
+    def __init__(self, now: float = 100.0) -> None:
+        self.now = now
+        self.sleeps: list = []
+
+    def time(self) -> float:
+        return self.now
+
+    def realtime_ns(self) -> int:
+        return int(self.now * 1e9)
+
+    async def sleep(self, seconds: float) -> None:
+        import asyncio
+
+        self.sleeps.append(seconds)
+        self.now += seconds
+        await asyncio.sleep(0)  # other tasks get their turn, as they would while it sleeps
+
+
 def start_probe(lab, node: str, *args) -> subprocess.Popen:
     """Start a receiving probe in a node and wait until it listens."""
     proc = lab.hosts[node].popen([PYTHON, PROBE, *map(str, args)], stdout=subprocess.PIPE,

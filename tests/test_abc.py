@@ -25,6 +25,8 @@ from agents.wire import Flags, Header, MessageType
 from testbed.errors import ValidationError
 from testbed.scenario import load_scenario, parse_scenario_text
 
+from .helpers import FakeClock
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIOS = {kind: os.path.join(ROOT, "scenarios", f"abc-{name}.yaml")
              for kind, name in (("cluster", "cluster-3-9"), ("ring", "ring-5-3"), ("tree", "tree-3-2-2"))}
@@ -245,23 +247,7 @@ def test_a_paced_node_transmits_one_at_a_time_at_rate_lambda_t_in_fifo_order():
     assert sent[0][2] == ["a", "b"], "without a rate everything leaves at once, in one send"
 
 
-class _FakeClock:
-    """A clock that moves only when the transmitter sleeps or a send costs time."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.sleeps: List[float] = []
-
-    def time(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)  # other tasks get their turn, as they would while it sleeps
-
-
-def _paced(clock: _FakeClock, cost: float, sent: list, seed: int = 3):
+def _paced(clock: FakeClock, cost: float, sent: list, seed: int = 3):
     from agents.abc.common import Transmitter
 
     class Agent:
@@ -287,7 +273,7 @@ def test_pacing_keeps_to_deadlines_whatever_a_send_costs_and_counts_busy_time():
     rate over busy time is what the draws give, and idle time between busy periods is not counted."""
     mean = 0.1 / 15
     draws = random.Random(3 ^ 0x5A5A)
-    clock, sent = _FakeClock(), []
+    clock, sent = FakeClock(), []
     tx = _paced(clock, cost=0.8 * mean, sent=sent)
 
     async def go():
@@ -333,7 +319,7 @@ def test_pacing_keeps_to_deadlines_whatever_a_send_costs_and_counts_busy_time():
 
 
 def test_an_open_busy_period_counts_up_to_its_last_send():
-    clock, sent = _FakeClock(), []
+    clock, sent = FakeClock(), []
     tx = _paced(clock, cost=0.0, sent=sent)
 
     async def go():

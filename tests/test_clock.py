@@ -17,28 +17,11 @@ from hypothesis import strategies as st
 
 from agents.clock import LATE_FLOOR_S, LATE_SHARE, Clock, Monitor, bucket_of, bucket_upper_us
 
-
-class _Fake:
-    """Wall clock in seconds that moves only when a task sleeps or `work` costs time."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: List[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def realtime_ns(self) -> int:
-        return int(self.now * 1e9)
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
+from .helpers import FakeClock
 
 
-def _clock(fake: _Fake, dilation: float = 1.0, origin_ns=None) -> Clock:
-    return Clock(dilation, origin_ns, monitor=Monitor(cpu=lambda: 0.0), monotonic=fake.monotonic,
+def _clock(fake: FakeClock, dilation: float = 1.0, origin_ns=None) -> Clock:
+    return Clock(dilation, origin_ns, monitor=Monitor(cpu=lambda: 0.0), monotonic=fake.time,
                  realtime_ns=fake.realtime_ns, wall_sleep=fake.sleep)
 
 
@@ -49,7 +32,7 @@ def test_a_dilation_that_is_not_a_finite_positive_number_is_refused(bad):
 
 
 def test_virtual_time_runs_k_times_slower_and_all_nodes_agree_from_the_common_origin():
-    fake = _Fake()
+    fake = FakeClock()
     origin = fake.realtime_ns()
     a, b = _clock(fake, 4.0, origin), _clock(fake, 4.0, origin)
     start_v, start_ns = a.time(), a.now_ns()
@@ -64,7 +47,7 @@ def test_virtual_time_runs_k_times_slower_and_all_nodes_agree_from_the_common_or
 
 
 def test_a_sleep_that_wakes_late_is_measured_against_its_period():
-    fake = _Fake()
+    fake = FakeClock()
     clock = _clock(fake)
 
     async def late_sleep():
@@ -92,7 +75,7 @@ def test_every_keeps_its_phase_counts_lateness_and_skips_exactly_the_missed_tick
     """Whatever an action costs (in units of the period), each call happens at a tick of the
     schedule first + n·period, never twice at one tick, in order; a call late by more than a
     period skips the ticks it missed and the monitor counts them; lateness is virtual."""
-    fake = _Fake()
+    fake = FakeClock()
     clock = _clock(fake, dilation)
     first = clock.time() + offset
     calls: List[float] = []
@@ -132,7 +115,7 @@ def test_every_keeps_its_phase_counts_lateness_and_skips_exactly_the_missed_tick
 
 
 def test_an_action_that_raises_goes_to_on_error_and_the_schedule_goes_on():
-    fake = _Fake()
+    fake = FakeClock()
     clock = _clock(fake)
     failed, calls = [], []
 

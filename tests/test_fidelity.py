@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from spark_analysis import fidelity
 
+from .test_runs import run
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 T0 = 1_000_000_000_000
 S = 1_000_000_000
@@ -194,16 +196,6 @@ workload:
 """
 
 
-def _run(tmp_path, name, text):
-    from testbed.run import Run
-    from testbed.scenario import parse_scenario_text
-
-    scenario = parse_scenario_text(text, str(tmp_path / f"{name}.yaml"))
-    manifest = Run(scenario, out_dir=str(tmp_path / name), progress=False).execute()
-    assert manifest["status"] == "completed", manifest.get("error") or manifest.get("problems")
-    return str(tmp_path / name), manifest
-
-
 #: more than two cores can carry: each agent broadcasts 6000 probes a second and takes 12000 in
 OVERLOADED = PROBES.replace("rate: 20", "rate: 6000").replace("duration: 6s", "duration: 2s")
 
@@ -214,8 +206,8 @@ def test_a_run_measures_its_fidelity_a_paused_node_does_not_spoil_it_and_an_over
         no_leftovers, images, spark, tmp_path):
     from spark_analysis.job import analyze
 
-    light, manifest = _run(tmp_path, "light", PROBES + "timeline:\n  - {at: 2s, action: pause, node: h1, for: 2s}\n")
-    starved, _ = _run(tmp_path, "starved", OVERLOADED)
+    light, manifest = run(tmp_path, PROBES + "timeline:\n  - {at: 2s, action: pause, node: h1, for: 2s}\n", name="light")
+    starved, _ = run(tmp_path, OVERLOADED, name="starved")
     # the agents' windows, about one a second each, and the machine's samples
     with open(os.path.join(light, "logs", "h2.jsonl")) as fh:
         windows = [e for e in map(json.loads, fh) if e["event"] == "fidelity"]

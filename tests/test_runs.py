@@ -27,9 +27,10 @@ LINE3 = os.path.join(ROOT, "topologies", "line3.yaml")
 TREE = os.path.join(ROOT, "topologies", "tree-3-2-2.yaml")
 
 
-def run(tmp_path, text, seed=None):
-    scenario = parse_scenario_text(text, str(tmp_path / "scenario.yaml"), seed=seed)
-    execution = Run(scenario, out_dir=str(tmp_path / "run"), progress=False)
+def run(tmp_path, text, seed=None, name="run"):
+    """Runs the scenario `text` into tmp_path/name; its directory and manifest, once completed."""
+    scenario = parse_scenario_text(text, str(tmp_path / f"{name}.yaml"), seed=seed)
+    execution = Run(scenario, out_dir=str(tmp_path / name), progress=False)
     manifest = execution.execute()
     assert manifest["status"] == "completed", manifest.get("error") or manifest.get("problems")
     return execution.dir, manifest
