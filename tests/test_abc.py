@@ -435,11 +435,8 @@ def test_bodies_and_wire_identity_of_a_forwarded_data_message():
 # -- real runs: containers on Mininet, captures, Spark ------------------------------------------
 
 RUNS = {  # name: (scenario, --set overrides)
-    "cluster-dp": ("cluster", ()),
     "cluster-ci": ("cluster", ("workload.kinds.component.params.workload=communication-intensive",)),
-    "ring-dp": ("ring", ()),
     "ring-ci": ("ring", ("workload.kinds.component.params.workload=communication-intensive",)),
-    "tree-dp": ("tree", ()),
     "tree-ci": ("tree", ("workload.kinds.component.params.workload=communication-intensive",)),
 }
 COMMON = ("duration=4s", "quiet=2s", "workload.kinds.component.params.time_unit_ms=250")
@@ -480,12 +477,12 @@ def _from_logs(run_dir):
 
 @pytest.fixture(scope="module")
 def abc_runs(machine, images, spark, tmp_path_factory):
-    """The six small runs and the lossy one, analysed together in one Spark job."""
+    """The three communication-intensive runs, a paced one with 20% loss on a server link, and a
+    graph colouring, analysed together in one Spark job."""
     from testbed.cleanup import leftovers
     base = tmp_path_factory.mktemp("abc")
     dirs = {}
     plan = dict(RUNS)
-    plan["tree-loss"] = ("tree", ("workload.kinds.component.params.workload=communication-intensive",))
     plan["colouring"] = ("colouring", ())
     plan["tree-paced"] = ("tree", ("workload.kinds.component.params.workload=communication-intensive",
                                    "workload.defaults.params.transmission_rate=15",
@@ -498,7 +495,7 @@ def abc_runs(machine, images, spark, tmp_path_factory):
             args = ["run", SCENARIOS[kind], "--out", str(out), "--quiet"]
             for item in COMMON + sets:
                 args += ["--set", item]
-        if name == "tree-loss":
+        if name == "tree-paced":  # paced, and lossy: one run for both (the suite's time)
             lossy = base / "lossy.yaml"
             lossy.write_text(open(SCENARIOS["tree"]).read().replace("topology: ../", f"topology: {ROOT}/")
                              + "timeline:\n  - {at: 0s, action: set_link, link: [srv1, srv2], loss: 0.2}\n")
@@ -518,14 +515,13 @@ def abc_runs(machine, images, spark, tmp_path_factory):
     return dirs, results
 
 
-@pytest.mark.spark
-@pytest.mark.network
-@pytest.mark.parametrize("name", list(RUNS))
-def test_a_fault_free_run_keeps_total_order_and_exactly_once(abc_runs, name):
-    dirs, results = abc_runs
-    n, logs = _from_logs(dirs[name])
+def assert_fault_free(run_dir: str, r: Dict[str, Any], time_unit_ms: int, providers: Any = None) -> None:
+    """A fault-free AbC run, from its logs and its results: ids 0..n-1 once each, every component
+    delivers every other's messages once and in id order, every check of order and delivery valid,
+    every data message on every component's capture, and `providers` data providers (None: all
+    components send). Also used on the runs of the reduced data-provider experiment."""
+    n, logs = _from_logs(run_dir)
     assert n > 0, "the workload sent data messages"
-    r = results[name]
     checks = {c["check"]: c for c in r["checks"]}
     for check in ("exactly-once", "at-most-once", "at-least-once", "total-order-sequencer", "total-order-global",
                   "no-phantom", "agreement"):
@@ -534,21 +530,28 @@ def test_a_fault_free_run_keeps_total_order_and_exactly_once(abc_runs, name):
     assert a["messages"] == n and a["delivered_to_all"] == n
     assert a["ids"] == {"count": n, "reused": 0, "first": 0, "last": n - 1, "contiguous": True}
     assert a["dissemination_time"]["n"] == n and a["dissemination_time"]["mean_ms"] > 0
-    assert a["message_time_gap"]["mean_ms"] > 0 and a["time_unit_ms"] == 250
-    assert a["dissemination_time"]["mean_time_units"] == pytest.approx(a["dissemination_time"]["mean_ms"] / 250)
+    assert a["message_time_gap"]["mean_ms"] > 0 and a["time_unit_ms"] == time_unit_ms
+    assert a["dissemination_time"]["mean_time_units"] == pytest.approx(a["dissemination_time"]["mean_ms"] / time_unit_ms)
     # from wanting to send: the wait for an id comes on top of the dissemination
     assert a["delivery_time"]["n"] == n and a["delivery_time"]["mean_ms"] > a["dissemination_time"]["mean_ms"]
     assert a["accepted"] == a["messages"] * (a["components"] - 1) and a["discarded"] == 0
     assert a["receivers_disagree"] == 0
     providers_ = {node for node, ev in logs.items() for e in ev if e.get("state") == "abc component" and e["provider"]}
-    if name.endswith("-ci"):
-        assert len(providers_) == a["components"]
-    else:
-        # 10% of 9, 14 or 15 components, rounded: 1, 1 or 2 data providers
-        assert len(providers_) == max(1, round(0.1 * a["components"])) < a["components"]
+    assert len(providers_) == (a["components"] if providers is None else providers), providers_
     # the wire agrees: every data message reached every component's capture
     assert r["messages"]["ABC_DATA"]["sent"] == n
     assert r["messages"]["ABC_DATA"]["delivery_ratio"] == 1.0
+
+
+@pytest.mark.spark
+@pytest.mark.network
+@pytest.mark.parametrize("name", list(RUNS))
+def test_a_fault_free_run_keeps_total_order_and_exactly_once(abc_runs, name):
+    """Every component sends (communication-intensive) on the three infrastructures; the data
+    providers' workload is checked the same way on the reduced experiment's runs
+    (tests/test_experiments.py)."""
+    dirs, results = abc_runs
+    assert_fault_free(dirs[name], results[name], 250)
 
 
 def _ordered_run(abc_runs, name):
@@ -580,7 +583,7 @@ def test_a_paced_infrastructure_keeps_the_order_and_takes_longer(abc_runs):
 @pytest.mark.spark
 @pytest.mark.network
 def test_twenty_percent_loss_on_a_server_link_still_delivers_everything_in_order(abc_runs):
-    n, logs, r = _ordered_run(abc_runs, "tree-loss")
+    n, logs, r = _ordered_run(abc_runs, "tree-paced")
     retransmits = sum(1 for ev in logs.values() for e in ev if e["event"] == "retransmit")
     assert retransmits > 0 and r["overhead"]["total"]["retransmissions"] > 0
     assert r["abc"]["delivered_to_all"] == n

@@ -527,6 +527,14 @@ def test_the_reduced_abc_data_provider_experiment_runs_and_judges_its_shapes(tmp
     curves = json.loads((out / "over_time.json").read_text())["delivery_time"]
     assert set(curves) == {"tree", "ring", "cluster"} and all(len(c) > 2 for c in curves.values())
     assert (out / "plots" / "delivery_time-over-time.png").is_file()
+    # each run is fault free: total order and exactly-once from the logs and the checks, the 2
+    # senders the file sets, every data message on every capture (the paced runs' quiet period
+    # lets the last of them finish)
+    from .test_abc import assert_fault_free
+    for point in ("tree", "ring", "cluster"):
+        run = out / "runs" / f"{point}-s1"
+        with open(run / "report" / "results.json") as fh:
+            assert_fault_free(str(run), json.load(fh), 100, providers=2)
 
 
 def test_benchmark_sets_pass_their_extra_arguments_and_keep_the_other_sets_results(tmp_path, monkeypatch):
