@@ -131,6 +131,22 @@ def test_use_case_node_9_gets_node_1s_knowledge_only_by_pulling_every_two_period
                 assert e["hops"] == 0 and e["origin"] == name
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_without_pulling_p0_knowledge_reaches_only_radio_neighbours(seed):
+    """P = 0 and pull off: each node hears exactly its radio neighbours' own knowledge, published
+    every R_K (Rule 9), and nothing is relayed, pulled or asked for."""
+    graph, pos = grid()
+    net = Net({n: ("deeco-node", {"pull": False}) for n in graph}, graph=graph, positions=pos, seed=seed)
+    net.run(21)
+    for name in net.agents:
+        got = net.events(name, "deliver")
+        assert {e["component"] for e in got} == graph[name] == {e["sender"] for e in got}, name
+        sends = net.events(name, "send")
+        assert not [e for e in sends if e.get("hops") or e["type"] == "GOSSIP_PULL"], name
+        pubs = [e["t"] for e in sends if e["type"] == "GOSSIP_KNOWLEDGE"]
+        assert len(pubs) >= 4 and all(abs(b - a - R) < 0.01 for a, b in zip(pubs, pubs[1:])), pubs
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_use_case_node_1_killed_the_others_pull_then_stop_within_the_pull_timeout(seed):
     """Table 9: node 1 fails at 20 s."""
