@@ -10,7 +10,8 @@ A container-based emulator is faithful only while the machine keeps up with what
   loop's lag; their CPU;
 - the run's `host.jsonl` (docs/RUNDIR.md, testbed/monitor.py): CPU, run queue, pressure stalls,
   memory, each container's CPU throttling, every second;
-- the manifest: the captures' kernel drops, the radio ticker's lateness and skipped ticks.
+- the manifest: the captures' kernel drops, the radio ticker's lateness and skipped ticks, the
+  shaped links' queue counters.
 
 Only what happened from the workload's start (t0) to a second after the quiet period counts: the
 warm-up starts containers and the end stops them, both busy by design. An indicator with no data (an image that writes no `fidelity` events, a run
@@ -22,6 +23,9 @@ period, ticks skipped, the loop's lag, throttling, memory stalls, the radio tick
 run unfaithful; CPU saturation only degrades it (a machine at 100% may still keep up: lateness
 tells), and capture drops degrade it from the first dropped packet (the analysis misses what the
 capture lost) and make it unfaithful beyond 1%.
+
+The shaped links' queue drops (the manifest's `cables.queues`) are reported beside the verdict
+(`shaping`), not judged: a full queue at an emulated bottleneck is the link doing what it emulates.
 
 The indicators and their default thresholds are testbed/monitor.py's THRESHOLDS; a scenario's
 `fidelity:` mapping sets its own (same keys, each [degraded above, unfaithful above], null for
@@ -141,6 +145,16 @@ def measures(manifest: dict, t0: int, events, host: Optional[List[dict]],
         values["radio_skipped_share"] = seg.get("ticks_skipped", 0) / seg["ticks_scheduled"]
         details["radio"] = {k: seg.get(k) for k in ("ticks_scheduled", "ticks_skipped", "tick_late_ms_p99",
                                                      "tick_late_ms_max", "tick_s")}
+    queues = [q for q in ((manifest.get("cables") or {}).get("queues") or []) if isinstance(q, dict)]
+    if queues:  # the emulated bottlenecks' own drops: told, not judged (docs/RUNDIR.md)
+        frames = sum(int(q.get("frames") or 0) for q in queues)
+        dropped = sum(int(q.get("dropped") or 0) for q in queues)
+        worst = max(queues, key=lambda q: (int(q.get("dropped") or 0), q.get("link", "")))
+        details["shaping"] = {
+            "queues": len(queues), "frames": frames, "dropped": dropped,
+            "drop_share": round(dropped / (frames + dropped), 6) if frames + dropped else 0.0,
+            "most_dropped": ({k: worst.get(k) for k in ("link", "from", "to", "frames", "dropped")}
+                             if worst.get("dropped") else None)}
     found = [s for s in shortfalls if s]
     if found:
         worst = max(found, key=lambda s: s["value"])
@@ -399,6 +413,14 @@ def html(section: Optional[dict], out_dir: str) -> str:
     if short:
         parts.append(f"<p>Rate asked and achieved: {h.escape(str(short['where']))} made {short['achieved']:.4g} "
                      f"{h.escape(str(short['unit']))} of the {short['asked']:.4g} asked.</p>")
+    shaping = section.get("shaping")
+    if shaping:
+        worst = shaping.get("most_dropped")
+        parts.append(f"<p>Shaped links' queues ({shaping['queues']} directions): {shaping['frames']} frames passed, "
+                     f"{shaping['dropped']} dropped because a queue was full"
+                     + (f", most on {h.escape(str(worst['from']))} → {h.escape(str(worst['to']))} ({worst['dropped']})"
+                        if worst else "")
+                     + ". These are the emulated bottlenecks' own drops, not a failure to keep up.</p>")
     timers = section.get("timers")
     if timers:
         late, lag, cpu = timers["late_ms"], timers["loop_lag_ms"], timers["cpu_per_agent"]

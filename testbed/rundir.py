@@ -316,6 +316,14 @@ def manifest_schema() -> Dict[str, Any]:
                      "airtime": {"type": "object", "additionalProperties": obj,
                                  "description": "member -> frames, bytes and dropped by its airtime queue"},
                      "error": {"type": "string"}}}}
+    cables = {"type": "object", "description": "what the cables medium did (testbed/media/cable.py)",
+              "properties": {"queues": {
+                  "type": "array", "description": "each direction of a link that had a bandwidth: its queue's "
+                                                  "counters at the run's end (docs/RUNDIR.md)",
+                  "items": {"type": "object", "required": ["link", "from", "to"],
+                            "properties": {"link": {"type": "string"}, "from": {"type": "string"},
+                                           "to": {"type": "string"}, "bandwidth_mbit": seconds,
+                                           "frames": ns, "bytes": ns, "dropped": ns, "overlimits": ns}}}}}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"testbed run manifest (format {MANIFEST_VERSION})",
@@ -354,6 +362,7 @@ def manifest_schema() -> Dict[str, Any]:
             "log_events": {"type": "object", "additionalProperties": ns},
             "timeline": {"type": "array", "items": executed},
             "radio": radio,
+            "cables": cables,
             "time_dilation": {"type": "number", "minimum": 1,
                               "description": "the emulated world ran this many times slower than the wall clock"},
             "clock_origin_ns": {**ns, "description": "the wall-clock instant every node's virtual clock counts from: "

@@ -117,6 +117,20 @@ def test_without_fidelity_events_the_host_still_judges_and_the_rest_is_not_measu
     assert captures_only["verdict"] == "unknown", "clean captures alone do not make a run faithful"
 
 
+def test_the_shaped_links_queue_drops_are_told_beside_the_verdict_and_do_not_judge():
+    queues = [{"link": "a--b", "from": "a", "to": "b", "bandwidth_mbit": 2, "frames": 700, "dropped": 300},
+              {"link": "a--b", "from": "b", "to": "a", "bandwidth_mbit": 2, "frames": 50, "dropped": 0},
+              {"link": "b--c", "from": "b", "to": "c", "frames": 10}]  # tc could not say how many it dropped
+    section = fidelity.measures(_manifest(cables={"queues": queues}), T0, _windows(), _host())
+    assert section["verdict"] == "faithful" and section["reasons"] == []
+    assert section["shaping"] == {"queues": 3, "frames": 760, "dropped": 300, "drop_share": 0.283019,
+                                  "most_dropped": {"link": "a--b", "from": "a", "to": "b", "frames": 700,
+                                                   "dropped": 300}}
+    assert "shaping" not in fidelity.measures(_manifest(), T0, _windows(), _host())
+    html = fidelity.html(section, "/nonexistent")
+    assert "760 frames passed, 300 dropped" in html and "a → b (300)" in html
+
+
 def test_a_scenario_sets_its_own_thresholds():
     own = _manifest(scenario={"fidelity": {"late_share": [0.05, 0.2]}})
     assert fidelity.measures(own, T0, _windows(late=3), _host())["verdict"] == "faithful"

@@ -9,12 +9,13 @@ sending end, and how the lab's bridge table matches its frames.
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Iterable, Optional, Tuple
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from ..errors import CapabilityError, TestbedError
 from ..model import LinkProps
 from ..names import NODE_TABLE
-from ..shaping import Direction, Port, check_topology, emulated_part
+from ..shaping import Direction, Port, check_topology, emulated_part, queue_counters
 from .base import Build, End, Medium, ReceiverPorts
 
 
@@ -29,6 +30,8 @@ class Cables(Medium):
         self._props: Dict[Tuple[int, int], LinkProps] = {}  # what is applied now
         self._accepted: FrozenSet[str] = frozenset()
         self._unemulated: FrozenSet[str] = frozenset()
+        self._rated: set = set()  # directions that had a bandwidth, so a queue, at some time
+        self._queues: List[Dict[str, Any]] = []
 
     def check(self, accepted: Iterable[str]) -> FrozenSet[str]:
         self._accepted = frozenset(accepted) | self.topo.accept_unemulated
@@ -119,3 +122,35 @@ class Cables(Medium):
             if self._props.get((index, side), LinkProps()) != effective:
                 self.shaper.apply(self.directions[(index, side)], effective, self.time_dilation)
             self._props[(index, side)] = effective
+            if effective.bandwidth_mbit is not None:
+                self._rated.add((index, side))
+
+    # -- at the end -------------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """Read the queue counters of every direction that had a bandwidth while the nodes still
+        exist: what its queue passed and dropped since it was set (a bottleneck's own drops, the
+        emulated link at work, on the sending end's egress: the receiver's capture never sees
+        them). A direction whose bandwidth was lifted before the end has no queue left to read."""
+        if self._queues or not self._rated:
+            return
+        keys = sorted(self._rated)
+
+        def read(key: Tuple[int, int]) -> Dict[str, Any]:
+            index, side = key
+            link = self.topo.links[index]
+            ends = (link.a.node, link.b.node) if side == 0 else (link.b.node, link.a.node)
+            entry: Dict[str, Any] = {"link": link.name, "from": ends[0], "to": ends[1]}
+            props = self._props.get(key)
+            if props is not None and props.bandwidth_mbit is not None:
+                entry["bandwidth_mbit"] = props.bandwidth_mbit
+            entry.update(queue_counters(self.directions[key].egress))
+            return entry
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            self._queues = list(pool.map(read, keys))
+
+    def manifest(self) -> Dict[str, object]:
+        """With shaped bandwidth: `queues`, one entry a direction that had one (link, from, to,
+        the bandwidth at the end, frames, bytes, dropped, overlimits), read at the run's end."""
+        return {"queues": list(self._queues)} if self._queues else {}

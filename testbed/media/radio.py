@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import CapabilityError, TestbedError
 from ..radio.spec import RadioSegment
 from ..names import NODE_TABLE
-from ..shaping import Port, nft_in_root
+from ..shaping import Port, nft_in_root, queue_counters
 from .base import Build, Medium, ReceiverPorts
 
 #: delivery probabilities are applied in steps of one per mille (class chains radio_p1..radio_p999)
@@ -348,7 +348,7 @@ class Radio(Medium):
             for node in segment.members:
                 port = self._egress.get((name, node))
                 if port is not None:  # a lab that failed half-built has ports for some members only
-                    counters[node] = _queue_counters(port)
+                    counters[node] = queue_counters(port)
             self._airtime[name] = counters
         with self._lock:
             for fd in self._position_fds.values():
@@ -396,17 +396,3 @@ class Radio(Medium):
 def _chunks(items: List[str], size: int = 2000) -> Iterable[List[str]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
-
-
-def _queue_counters(port: Port) -> Dict[str, int]:
-    """Frames and bytes a member's radio queue passed, and the frames it dropped."""
-    res = port.run(["tc", "-s", "-j", "qdisc", "show", "dev", port.device], check=False)
-    if res.returncode != 0:
-        return {}
-    try:
-        qdiscs = json.loads(res.stdout or "[]")
-    except ValueError:
-        return {}
-    root = next((q for q in qdiscs if q.get("root")), qdiscs[0] if qdiscs else {})
-    return {"frames": int(root.get("packets", 0)), "bytes": int(root.get("bytes", 0)),
-            "dropped": int(root.get("drops", 0)), "overlimits": int(root.get("overlimits", 0))}

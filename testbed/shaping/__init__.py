@@ -20,6 +20,7 @@ transaction, so a value can return to zero and changes do not stack up.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, List, Optional
@@ -197,6 +198,24 @@ class KernelShaper(Shaper):
         # longer, and the same bytes of burst and of queue as the undilated link
         port.run(["tc", "qdisc", "replace", "dev", port.device, "root", "tbf", "rate",
                   f"{mbit * 1000 / dilation:g}kbit", "burst", str(burst), "latency", f"{100 * dilation:g}ms"])
+
+
+def queue_counters(port: Port) -> Dict[str, int]:
+    """What the root qdisc on a port's egress (a shaped link's tbf or netem, a radio member's
+    airtime queue) passed and dropped since it was set: `frames`, `bytes`, `dropped` (the queue was
+    full) and `overlimits` (a frame had to wait for tokens); {} when there is none or tc failed."""
+    res = port.run(["tc", "-s", "-j", "qdisc", "show", "dev", port.device], check=False)
+    if res.returncode != 0:
+        return {}
+    try:
+        qdiscs = json.loads(res.stdout or "[]")
+    except ValueError:
+        return {}
+    root = next((q for q in qdiscs if q.get("root")), qdiscs[0] if qdiscs else {})
+    if not root or root.get("kind") in ("noqueue", "noop"):
+        return {}
+    return {"frames": int(root.get("packets", 0)), "bytes": int(root.get("bytes", 0)),
+            "dropped": int(root.get("drops", 0)), "overlimits": int(root.get("overlimits", 0))}
 
 
 def nft_in_root(script: str) -> None:
