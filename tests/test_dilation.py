@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from testbed.errors import ValidationError
 from testbed.model import LinkProps
@@ -107,6 +109,48 @@ def _stretch(src: str, dst: str, k: int) -> int:
     return origin
 
 
+# a stamp and the origin it counts from: anything from 1970 to 2106, up to 100 days either side
+STAMPS = st.tuples(st.integers(0, 2 ** 62), st.integers(-(10 ** 16), 10 ** 16))
+DILATIONS = st.one_of(st.integers(1, MAX_DILATION), st.floats(1, MAX_DILATION, allow_nan=False))
+
+
+@settings(max_examples=300, deadline=None)
+@given(STAMPS, DILATIONS)
+def test_the_agents_clock_and_the_analysis_tell_one_virtual_time(stamp, k):
+    """Clock.now_ns (what an agent logs) and virtual_ns (what the analysis converts a wall-clock
+    stamp to: an int, a numpy array) agree to the nanosecond, for any origin, offset and k."""
+    import numpy as np
+
+    from agents.clock import Clock
+    from spark_analysis.inputs import virtual_ns
+
+    origin, offset = stamp
+    wall = origin + offset
+    told = Clock(dilation=k, origin_ns=origin, realtime_ns=lambda: wall).now_ns()
+    assert virtual_ns(wall, origin, float(k)) == told
+    assert int(virtual_ns(np.array([wall, wall], dtype=np.int64), origin, float(k))[0]) == told
+    if k == 1:
+        assert told == wall
+    else:  # 1/k of the offset, truncated towards the origin
+        assert abs(told - origin) <= abs(offset) and abs((told - origin) - offset / k) < 1 + abs(offset) * 1e-15
+
+
+@pytest.mark.spark
+@settings(max_examples=25, deadline=None)
+@given(st.lists(STAMPS, min_size=1, max_size=40), DILATIONS)
+def test_the_spark_column_tells_the_same_virtual_time(spark, stamps, k):
+    """virtual_column, the Spark engine's conversion, gives what virtual_ns gives, row by row."""
+    from pyspark.sql import functions as F
+
+    from spark_analysis.inputs import virtual_column, virtual_ns
+
+    origin = stamps[0][0]
+    walls = [min(max(origin + offset, -(2 ** 63)), 2 ** 63 - 1) for _, offset in stamps]
+    frame = spark.createDataFrame([(w,) for w in walls], "t long")
+    got = [row[0] for row in frame.select(virtual_column(F, F.col("t"), origin, float(k))).collect()]
+    assert got == [virtual_ns(w, origin, float(k)) for w in walls]
+
+
 @pytest.mark.spark
 def test_a_dilated_run_is_analysed_in_virtual_time_alike_by_both_engines(spark, tmp_path):
     """A synthetic run, and the same run stretched 4 times on the wall clock (its time_dilation 4):
@@ -182,3 +226,10 @@ def test_the_same_scenario_at_k_1_and_k_4_gives_the_same_virtual_time_measures(n
     delay = [r["application"]["PROBE"]["delivery_latency"]["median_ms"] for r in (one, four)]
     # a full queue: its 100 ms and the bucket's 15,140 bytes at 2 Mbit/s (61 ms) ahead of each probe
     assert 130 < delay[0] < 190 and delay[1] == pytest.approx(delay[0], rel=0.1), delay
+    # the bottleneck's own drops, read from its queue at the end, told beside the verdict: the
+    # a → b queue dropped what the link could not carry, no more than a's probes that b missed
+    for k, r in ((1, one), (4, four)):
+        (queue,) = [q for q in wall[k]["cables"]["queues"] if (q["from"], q["to"]) == ("a", "b")]
+        missed = r["messages"]["PROBE"]["sent"] - r["messages"]["PROBE"]["received"]
+        assert 0 < queue["dropped"] <= missed and queue["frames"] >= r["messages"]["PROBE"]["received"], (queue, missed)
+        assert r["fidelity"]["shaping"]["dropped"] >= queue["dropped"] and r["fidelity"]["verdict"] == "faithful"
