@@ -275,7 +275,8 @@ EVENT_COUNT = RecordField("count", "H", "", "event records in the body")
 #: dissector's are checked against it).
 EVENT_RECORD: Tuple[RecordField, ...] = (
     RecordField("index", "H", "", "the creator's ticket: its entry in ts"),
-    RecordField("sequence", "I", "", "ts[index]: the creator's number for the event"),
+    RecordField("sequence", "I", "", "the creator's own number for the event (1, 2, ... over its life, restarts "
+                                     "included): the event's seq in the logs"),
     RecordField("origin", "I", "", "node id of the creator (numbered as the header's origin)"),
     RecordField("created_ns", "Q", "", "when the event was created, ns on the shared clock"),
     RecordField("age", "B", "", "hops the event has travelled"),
@@ -300,7 +301,7 @@ class EventRecord:
     bytes, so that records compare and hash by value whatever sequence they were made from."""
 
     index: int                  # the creator's ticket: its entry in ts
-    sequence: int               # ts[index]
+    sequence: int               # the creator's own number for the event (the logs' seq)
     origin: int                 # node id of the creator
     created_ns: int             # creation time, ns on the shared clock
     age: int                    # hops travelled, 0..255
@@ -330,9 +331,6 @@ def _check_event(position: int, record: EventRecord) -> None:
     _check_range(f"{where}: index (an entry of its {n}-entry ts)", record.index, 0, n - 1)
     for name in ("sequence", "origin", "created_ns", "age"):
         _check_range(f"{where}: {name}", getattr(record, name), 0, EVENT_FIELDS[name].limit)
-    if record.sequence != record.ts[record.index]:
-        raise ValueError(f"{where}: sequence = {record.sequence}: must be ts[index] = ts[{record.index}] "
-                         f"= {record.ts[record.index]}")
     if not isinstance(record.body, bytes):
         raise ValueError(f"{where}: body is a {type(record.body).__name__}: must be bytes")
     _check_range(f"{where}: body_len", len(record.body), 0, EVENT_FIELDS["body_len"].limit)
@@ -355,7 +353,7 @@ def encode_events(records: Sequence[EventRecord]) -> bytes:
 def decode_events(body: bytes) -> List[EventRecord]:
     """The records of a whole (reassembled) event body; WireError if it is truncated, has bytes
     after its last record, or holds a record that contradicts itself (index not an entry of its
-    vector, sequence not ts[index])."""
+    vector)."""
     size = len(body)
     if size < _COUNT.size:
         raise WireError(f"event body of {size} bytes: shorter than its {_COUNT.size}-byte record count")
@@ -384,9 +382,6 @@ def decode_events(body: bytes) -> List[EventRecord]:
         offset += length
         if fixed["index"] >= n:
             raise WireError(f"{where}: index {fixed['index']} is not an entry of its {n}-entry ts")
-        if fixed["sequence"] != ts[fixed["index"]]:
-            raise WireError(f"{where}: sequence {fixed['sequence']} is not ts[{fixed['index']}] = "
-                            f"{ts[fixed['index']]}")
         records.append(EventRecord(ts=ts, body=payload, **fixed))
     if offset != size:
         raise WireError(f"{size - offset} bytes after the last of the {count} records of the {size}-byte event body")

@@ -52,6 +52,27 @@ def test_creating_an_event_delivers_it_here_and_stamps_it_with_the_causal_presen
         CausalLayer(3, None).create()
 
 
+def test_a_creator_numbers_its_events_itself_and_a_restart_goes_on_from_the_kept_number(tmp_path):
+    """The logs name an event (origin, the creator's own number): under one ticket and then
+    another, and across a restart that restores the number kept in the member's directory, the
+    numbers go 1, 2, 3, ... while the tickets' counts start over."""
+    from agents.causal.member import MADE_FILE, read_made, write_made
+
+    c = layer(ticket=1)
+    first = [c.create() for _ in range(3)]
+    assert [e.number for e in first] == [1, 2, 3] and [e.eid for e in first] == [(1, 1), (1, 2), (1, 3)]
+    path = str(tmp_path / MADE_FILE)
+    assert read_made(path) == 0, "nothing kept yet: a first start"
+    write_made(path, first[-1].number)
+    again = layer(ticket=2)   # restarted, with another ticket whose count is at 0
+    again.made = read_made(path)
+    e = again.create()
+    assert e.eid == (2, 1) and e.number == 4
+    (tmp_path / MADE_FILE).write_text("garbage")
+    assert read_made(path) == 0 and read_made(None) == 0
+    write_made(None, 5)   # no directory (an in-memory member): nothing kept, nothing raised
+
+
 def test_a_process_started_mid_run_takes_its_clock_from_the_first_event_it_receives():
     c = layer(ticket=None, late=True)
     assert not c.synced

@@ -152,11 +152,16 @@ def test_reduced_churn_excludes_every_fault_reuses_tickets_after_the_block_and_k
         assert first["s"] >= at[("start", j)] - 0.5, (j, first["s"], at[("start", j)])
     res = _results(run)
     checks = {c["check"]: c for c in res["checks"]}
-    for name in ("at-most-once", "optimistic-causal-order", "no-phantom", "ticket-uniqueness"):
+    for name in ("at-most-once", "optimistic-causal-order", "no-phantom", "ticket-uniqueness", "event-identity"):
         assert checks[name]["verdict"] == "valid", (name, checks[name]["anomalies"])
     m = res["causal"]["membership"]
     assert sorted(x for e in m["exclusion_list"] for x in e["excluded"]) == ["j1", "m2", "m3", "m5"], m
-    assert m["joins"] == 2 and m["alive_per_round_max"] <= 3
+    assert m["joins"] == 3 and m["alive_per_round_max"] <= 3
+    # m3, killed and restarted, joined again and numbered its events on from where it stopped
+    made = [(e["s"], e["seq"]) for e in logs["m3"] if e["event"] == "send" and e.get("type") == "CAUSAL_EVENT"]
+    before, after = [q for s, q in made if s < at[("kill", "m3")]], [q for s, q in made if s > at[("start", "m3")]]
+    assert before and after and after[0] == before[-1] + 1, (before[-3:], after[:3])
+    assert [q for _, q in made] == list(range(1, len(made) + 1))
     for e in m["exclusion_list"]:   # each fault answered within about a round; reuse only after the block
         assert e["after_fault_rounds"] is not None and e["after_fault_rounds"] <= 2, e
         assert e["reused_after_rounds"] is None or e["reused_after_rounds"] >= e["distance"] - 1, e
@@ -192,7 +197,7 @@ def test_the_analysis_counts_losses_latency_recovery_and_judges_tickets():
                 "topology": {"nodes": {n: {"role": "causal-member", "params": {"gossip_round_ms": 100}}
                                        for n in ("a", "b", "c")}}}
     sends = pd.DataFrame({"type": ["CAUSAL_EVENT"] * 2, "origin": ["a", "b"], "seq": [1, 1], "t": [0, 0],
-                          "intended": [["b", "c"], ["a", "c"]]})
+                          "intended": [["b", "c"], ["a", "c"]], "message_id": [0, 2]})
     deliveries = pd.DataFrame({"type": ["CAUSAL_EVENT"] * 4, "node": ["b", "c", "a", "a"],
                                "origin": ["a", "a", "b", "b"], "seq": [1, 1, 1, 1],
                                "t": [100_000_000, 300_000_000, 200_000_000, 250_000_000],
@@ -200,7 +205,8 @@ def test_the_analysis_counts_losses_latency_recovery_and_judges_tickets():
     states = pd.DataFrame([
         {"state": "causal counters", "node": n, "t": 10, "causal_recover_requests": 2 if n == "c" else 0,
          "causal_recovered": 1 if n == "c" else 0, "causal_forced": 0, "causal_obsolete": 0,
-         "gossip_only_delivered": 1, "gossip_only_out_of_order": 1} for n in ("a", "b", "c")] + [
+         "gossip_only_delivered": 1, "gossip_only_out_of_order": 1,
+         "gossip_only_latency_ms": {"a": {"150": 1}, "b": '{"250": 1}', "c": {"99": 1}}[n]} for n in ("a", "b", "c")] + [
         {"state": "causal ticket", "node": "a", "t": 0, "ticket": 0, "coordinates": "[0, 1]", "why": "bootstrap"},
         {"state": "causal ticket", "node": "b", "t": 5_000_000_000, "ticket": 1, "coordinates": "[1]", "why": "joined"}])
     sent = pd.DataFrame({"node": ["a", "a", "c"], "type": ["CAUSAL_DATA", "MEMBERSHIP", "CAUSAL_RECOVER"],
@@ -210,13 +216,20 @@ def test_the_analysis_counts_losses_latency_recovery_and_judges_tickets():
     assert out["events"] == {"created": 2, "expected": 4, "delivered": 3, "lost": 1, "lost_share": 0.25,
                              "forced": 0, "obsolete": 0}
     assert out["gossip_only"]["delivered"] == 3 and out["gossip_only"]["lost"] == 1
+    # the members' histograms merged (one as its JSON text), each at the middle of its millisecond
+    gossip = out["gossip_only"]["latency"]
+    assert gossip["n"] == 3 and gossip["median_ms"] == 150.5 and gossip["median_rounds"] == 1.505
+    assert gossip["max_ms"] == 250.5 and "gossip only: first receipt" in causal.html(out)
     assert out["latency"]["n"] == 4 and out["latency"]["median_ms"] == 225 and out["latency"]["median_rounds"] == 2.25
     assert out["throughput"] == 3 / 3 / 10 and out["message_bytes"] == 100
     assert out["recovery"]["requests"] == 2 and out["recovery"]["success_rate"] == 0.5
     assert out["recovery"]["messages"] == 2
     tickets = out["ticket_uniqueness"]
     assert tickets["verdict"] == "invalid" and tickets["counterexamples"]["shared-ticket"][0]["ticket"] == 1
-    assert causal.checks(out) == [tickets]
+    identity = out["event_identity"]
+    assert identity["verdict"] == "valid" and identity["stats"] == {"events": 2, "origins": 2, "tickets": 2,
+                                                                    "checked": 2}
+    assert causal.checks(out) == [tickets, identity]
     assert causal.measures(sends.iloc[0:0], deliveries.iloc[0:0], manifest, states.iloc[0:0], sent) == {}
 
 
@@ -260,7 +273,9 @@ def test_the_analysis_expects_events_only_at_members_up_since_and_times_exclusio
     first, second = m["exclusion_list"]
     assert first["excluded"] == ["d"] and first["after_fault_rounds"] == pytest.approx(0.8)
     assert first["distance"] == 3 and first["reused_after_rounds"] is None
-    assert first["disconnected"]["d"] == {"after_rounds": pytest.approx(0.5), "bound_rounds": 2, "within": True}
+    # d owns ticket 3, the second ticket of E but its first process (ticket 4 is one d
+    # coordinates): Corollary 4.1's bound is 1 round, not 2
+    assert first["disconnected"]["d"] == {"after_rounds": pytest.approx(0.5), "bound_rounds": 1, "within": True}
     assert second["excluded"] == ["c"] and second["after_fault_rounds"] == pytest.approx(0.9)
     assert second["disconnected"] == {}, "a killed member holds nothing: no disconnection to wait for"
     assert second["reused_after_rounds"] == pytest.approx(3.1)

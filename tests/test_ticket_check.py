@@ -1,10 +1,15 @@
 """The ticket-uniqueness check (spark_analysis/checks/tickets.py) on hand-made histories and on the
 ticket changes of the in-memory cluster (tests/cluster_net.py), where breaking the temporary
-coordinator's wait must make it fail."""
+coordinator's wait must make it fail; the event-identity check (spark_analysis/checks/creators.py)
+on hand-made and generated creations."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agents.causal import cluster as cluster_mod
+from spark_analysis.checks.creators import check_event_identity
 from spark_analysis.checks.tickets import check_ticket_uniqueness
 
 from .test_causal_cluster import cut_link_run
@@ -69,3 +74,74 @@ def test_the_cluster_algorithm_keeps_tickets_unique_and_the_check_catches_a_brok
     assert res["verdict"] == "invalid", res
     c = res["counterexamples"]["shared-ticket"][0]
     assert set(c["nodes"]) == {"c2", "c3"}
+
+
+def made(origin, ticket, seq, t):
+    return {"origin": origin, "ticket": ticket, "seq": seq, "t": t}
+
+
+def test_a_ticket_handed_over_and_back_is_one_creator_at_a_time():
+    """a creates under ticket 3, goes down, b takes the ticket over and counts on, a comes back
+    and gets it again later: three tenures, none overlapping; every name given once."""
+    history = [made("a", 3, s, 10 * s) for s in (1, 2, 3)] + [made("b", 3, s, 10 * s + 5) for s in (4, 5)] + [
+        made("a", 3, 6, 100)]
+    res = check_event_identity(history, breaks={"a": [40], "b": [70]})
+    assert res["verdict"] == "valid" and res["stats"] == {"events": 6, "origins": 2, "tickets": 1, "checked": 6}
+    # without a's going down, a's first tenure runs until t = 100, over b's
+    res = check_event_identity(history, breaks={"b": [70]})
+    assert res["anomalies"] == {"repeated-id": 0, "concurrent-creators": 1}
+    c = res["counterexamples"]["concurrent-creators"][0]
+    assert (c["ticket"], c["origins"], c["from"], c["until"]) == (3, ["a", "b"], 45, 55)
+
+
+def test_a_restarted_origin_that_counts_again_gives_names_twice():
+    """a creates 1..3 under ticket 0, is restarted and gets ticket 5, whose count is at 1: its
+    (origin, seq) (a, 2) and (a, 3) are given twice. Two owners counting from one view of a
+    ticket give one (ticket, seq) twice."""
+    history = [made("a", 0, s, s) for s in (1, 2, 3)] + [made("a", 5, s, 50 + s) for s in (2, 3)]
+    res = check_event_identity(history, breaks={"a": [10]})
+    assert res["anomalies"] == {"repeated-id": 2, "concurrent-creators": 0}
+    first = res["counterexamples"]["repeated-id"][0]
+    assert first == {"name": "origin", "origin": "a", "seq": 2,
+                     "creations": [{"origin": "a", "ticket": 0, "t": 2}, {"origin": "a", "ticket": 5, "t": 52}]}
+    both = [made("a", 1, 7, 10), made("b", 1, 7, 12), made("a", 1, 8, 20)]
+    res = check_event_identity(both)
+    assert res["anomalies"] == {"repeated-id": 1, "concurrent-creators": 1}
+    assert res["counterexamples"]["repeated-id"][0]["name"] == "ticket"
+    assert check_event_identity([])["verdict"] == "unknown"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcd"), st.integers(1, 4), st.integers(1, 5)), min_size=1, max_size=12),
+       st.data())
+def test_one_creator_at_a_time_is_valid_and_any_overlap_is_caught(plan, data):
+    """A generated history of one ticket: tenures one after another (origin, how many events,
+    gap), each counting on from the last, each ended by its origin letting go. Valid; then one
+    creation moved into another origin's tenure, under a fresh count, is caught."""
+    history, breaks, t, seq = [], {}, 0, 0
+    for origin, events, gap in plan:
+        for _ in range(events):
+            seq += 1
+            t += gap
+            history.append(made(origin, 9, seq, t))
+        t += 1
+        breaks.setdefault(origin, []).append(t)   # let go before the next tenure
+    assert check_event_identity(history, breaks)["verdict"] == "valid"
+    spans = {}
+    for h in history:
+        spans.setdefault(h["origin"], []).append(h["t"])
+    inside = [(o, ts) for o, ts in spans.items() if len(ts) >= 2]
+    others = sorted(set("abcde") - {o for o, _ in inside[:1]})
+    if not inside:
+        return
+    origin, ts = inside[0]
+    # an intruder creating strictly inside origin's first tenure (between two of its creations)
+    first = [h["t"] for h in history if h["origin"] == origin]
+    cut = min((b for b in breaks[origin] if b > first[0]), default=None)
+    tenure = [x for x in first if cut is None or x < cut]
+    if len(tenure) < 2 or tenure[-1] - tenure[0] < 2:
+        return
+    at = data.draw(st.integers(tenure[0] + 1, tenure[-1] - 1))
+    intruder = data.draw(st.sampled_from(others))
+    res = check_event_identity(history + [made(intruder, 9, seq + 1, at)], breaks)
+    assert res["verdict"] == "invalid" and res["anomalies"]["concurrent-creators"] >= 1, res

@@ -41,6 +41,7 @@ class Event:
     origin: str                # the creating process, asked under R1
     created_ns: int = 0        # creation time on the shared clock
     size: int = 0              # the body's size in bytes
+    number: int = 0            # the creator's own number for it (1, 2, ... over its life): the logs' seq
 
     @property
     def eid(self) -> EventId:
@@ -88,6 +89,9 @@ class CausalLayer:
         self.rng = rng or random.Random(0)
         self.T: List[int] = [0] * n
         self.seq = 0
+        #: the events this process created over its life: its own number for each (the logs' seq);
+        #: a member restores it after a restart, so that no number is given twice
+        self.made = 0
         # A process that starts mid-run (I10): its clock starts from the first event it receives,
         # which is delivered; what that event's timestamp covers happened before it came
         self.synced = not late
@@ -96,7 +100,7 @@ class CausalLayer:
         self.B: "OrderedDict[EventId, Event]" = OrderedDict()
         self.asked: Dict[EventId, float] = {}      # ids under recovery → when asked
         self.delivered: List[Tuple[Event, str]] = []   # (event, how): "in order", "forced", "own"
-        self.dropped: List[Tuple[EventId, str]] = []   # events never delivered, and why
+        self.dropped: List[Tuple[Event, str]] = []   # events never delivered, and why
         self.counters = {"recover_requests": 0, "recover_messages": 0, "recovered": 0, "forced": 0,
                          "obsolete": 0, "duplicates": 0}
 
@@ -127,7 +131,8 @@ class CausalLayer:
         self.seq = max(self.seq, self.T[self.ticket]) + 1
         ts = list(self.T)
         ts[self.ticket] = self.seq
-        e = Event(self.ticket, tuple(ts), self.me, origin_ns, size)
+        self.made += 1
+        e = Event(self.ticket, tuple(ts), self.me, origin_ns, size, self.made)
         self._buffer(e)
         self._deliver(e, "own")
         return e
@@ -249,7 +254,7 @@ class CausalLayer:
                         progress = True
                     elif self.done(e):
                         store.pop(eid)
-                        self.dropped.append((eid, "obsolete"))
+                        self.dropped.append((e, "obsolete"))
                         self.counters["obsolete"] += 1
 
     def _force(self, e: Event) -> None:

@@ -31,7 +31,10 @@ connection-oriented send of section 4.2 over UDP. An announcement of a new owner
 member directly (the paper PrCasts it; one message each here, counted as membership traffic).
 
 The log. An event's creation is the application send (type CAUSAL_EVENT: origin the creator,
-seq its sequence t_e[index], message_id its ticket, `ts` its vector timestamp), logged only:
+seq the creator's own number for it, message_id its ticket, `ts` its vector timestamp; the
+protocol names the event (ticket, t_e[ticket]), which a process that changed tickets, or was
+restarted, could repeat as its own; its own number it keeps across restarts in its directory,
+MADE_FILE, and the records carry it), logged only:
 on the wire events travel as records. Every delivery is a `deliver` of CAUSAL_EVENT with `ts`
 and `how` (in order, forced, own); an event that became obsolete before it could be delivered is
 a `drop` with reason "obsolete". Each ticket change is a state `causal ticket` with the
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from agents import wire
@@ -136,6 +140,9 @@ EVENT_FIELDS = {
               "gossip_only_delivered": ("integer", "events the PrCast receive order delivers in optimistic "
                                                    "causal order without the causality layer (causal counters)"),
               "gossip_only_out_of_order": ("integer", "events that order would have to skip (causal counters)"),
+              "gossip_only_latency_ms": ("object", "latency of the events that order delivers, from their "
+                                                   "creation to their first receipt here: whole ms → events "
+                                                   "(causal counters)"),
               "buffer_events": ("integer", "the recovery buffer's size in events (causal counters)"),
               "events_created": ("integer", "events this member created (causal counters)")},
 }
@@ -219,6 +226,33 @@ def check_structure(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[Tup
     return None
 
 
+
+#: in the member's directory: the last of its own event numbers, kept across restarts
+MADE_FILE = "causal-made"
+
+
+def read_made(path: Optional[str]) -> int:
+    """The last event number a member gave before it was restarted (0: none, or no directory)."""
+    if not path:
+        return 0
+    try:
+        with open(path) as handle:
+            return max(int(handle.read().strip() or 0), 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def write_made(path: Optional[str], number: int) -> None:
+    """Keep the last event number given, replaced whole (a kill between the two steps leaves the
+    previous number, never half of one)."""
+    if not path:
+        return
+    tmp = path + ".tmp"
+    with open(tmp, "w") as handle:
+        handle.write(str(number))
+    os.replace(tmp, path)
+
+
 class CausalMember(Role):
     def __init__(self, agent, params: Dict[str, Any]) -> None:
         super().__init__(agent, params)
@@ -260,6 +294,10 @@ class CausalMember(Role):
                                   buffer_events=self.buffer_events, time_to_terminate=float(p["time_to_terminate"]),
                                   time_to_recover=float(p["time_to_recover"]), members=members, me=agent.name,
                                   owner_of=self._owner_of, rng=rng, late=self.late)
+        # its own event numbers go on after a restart: the last one given is kept in its directory
+        log = getattr(agent.config, "log", None)
+        self._made_path = os.path.join(os.path.dirname(log), MADE_FILE) if log else None
+        self.causal.made = read_made(self._made_path)
         self.round_no = 0
         self.creating = True
         self._starts: Dict[str, float] = {}   # each loop's schedule origin (the agent clock's time)
@@ -268,6 +306,7 @@ class CausalMember(Role):
         self.gossip_only_T = [0] * self.n
         self.gossip_only_seen: set = set()
         self.gossip_only = {"delivered": 0, "out_of_order": 0}
+        self.gossip_only_latency: Dict[int, int] = {}   # whole virtual ms → events
         self._statuses: Dict[int, float] = {}       # ref → deadline (the agent clock's time)
         self._armed: Optional[float] = None          # the cluster deadline a poll is scheduled for
         self._logged_drops = 0
@@ -284,27 +323,26 @@ class CausalMember(Role):
         return int(self.agent.config.nodes[name]["id"])
 
     def _record(self, e: Event, age: int) -> "wire.EventRecord":
-        return wire.EventRecord(index=e.index, sequence=e.ts[e.index], origin=self._node_id(e.origin),
+        return wire.EventRecord(index=e.index, sequence=e.number, origin=self._node_id(e.origin),
                                 created_ns=e.created_ns, age=age, ts=tuple(e.ts), body=bytes(e.size))
 
     def _event(self, r: "wire.EventRecord") -> Event:
         origin = self.agent.by_id.get(r.origin, str(r.origin))
-        return Event(r.index, tuple(r.ts), origin, r.created_ns, len(r.body))
+        return Event(r.index, tuple(r.ts), origin, r.created_ns, len(r.body), r.sequence)
 
     def _log_delivered(self, events: List[Event]) -> None:
         if not events:
             return
         how = {id(e): h for e, h in self.causal.delivered[-len(events):]}
         for e in events:
-            self.agent.log.write("deliver", type="CAUSAL_EVENT", origin=e.origin, seq=e.ts[e.index],
+            self.agent.log.write("deliver", type="CAUSAL_EVENT", origin=e.origin, seq=e.number,
                                  message_id=e.index, ticket=e.index, ts=list(e.ts), how=how.get(id(e), "in order"),
                                  produced_ns=e.created_ns)
         self._log_drops()
 
     def _log_drops(self) -> None:
-        for (index, seq), reason in self.causal.dropped[self._logged_drops:]:
-            self.agent.log.write("drop", reason=reason, origin=self._owner_of(index) or str(index), seq=seq,
-                                 message_id=index)
+        for e, reason in self.causal.dropped[self._logged_drops:]:
+            self.agent.log.write("drop", reason=reason, origin=e.origin, seq=e.number, message_id=e.index)
         self._logged_drops = len(self.causal.dropped)
 
     def _gossip_only(self, e: Event) -> None:
@@ -316,6 +354,8 @@ class CausalMember(Role):
             return
         self.gossip_only["delivered"] += 1
         self.gossip_only_T = [max(a, b) for a, b in zip(self.gossip_only_T, e.ts)]
+        ms = max(int((self.clock() - e.created_ns) // 1_000_000), 0)   # delivered on receipt
+        self.gossip_only_latency[ms] = self.gossip_only_latency.get(ms, 0) + 1
 
     # -- cluster management plumbing -------------------------------------------------------------
 
@@ -396,7 +436,8 @@ class CausalMember(Role):
                     break
                 e = self.causal.create(self.clock(), self.size)
                 self.created += 1
-                self.agent.log.write("send", type="CAUSAL_EVENT", origin=self.agent.name, seq=e.ts[e.index],
+                write_made(self._made_path, e.number)
+                self.agent.log.write("send", type="CAUSAL_EVENT", origin=self.agent.name, seq=e.number,
                                      to="all", message_id=e.index, ticket=e.index, ts=list(e.ts), bytes=e.size,
                                      frags=0, reliable=False, hops=0,
                                      eligible=[m for m in self.members if m != self.agent.name])
@@ -484,6 +525,7 @@ class CausalMember(Role):
                              **{f"gossip_{k}": v for k, v in self.gossip.counters.items()},
                              **{f"cluster_{k}": v for k, v in (self.cluster.counters if self.cluster else {}).items()},
                              **{f"gossip_only_{k}": v for k, v in self.gossip_only.items()},
+                             gossip_only_latency_ms={str(ms): n for ms, n in sorted(self.gossip_only_latency.items())},
                              buffer_events=self.buffer_events, events_created=self.created)
 
 

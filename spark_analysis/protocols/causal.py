@@ -18,6 +18,9 @@ its ticket-uniqueness check, and its report section.
 - `latency` (Figures 4, 5(a)): delivery time − the event's creation time over every delivery, in
   ms (metrics.stats_ms) and `median_rounds`, the median in gossip rounds (`gossip_round_ms`).
 - `throughput` (Figure 4): delivered events per member per second of the workload.
+- `gossip_only.latency` (Figure 5(a), gossip alone): the latency of the events the PrCast receive
+  order delivers, from creation to first receipt, merged from the members' whole-ms histograms
+  (to the millisecond), with `median_rounds`.
 - `message_bytes` (Figure 4's message size): the mean body bytes of a CAUSAL_DATA transmission.
 - `recovery` (Figure 5(c)): `requests` (events asked for), `messages` (CAUSAL_RECOVER
   transmissions), `recovered` (requested events that arrived), `success_rate` = recovered /
@@ -29,6 +32,9 @@ its ticket-uniqueness check, and its report section.
   and the rounds until an excluded ticket was held again (`exclusion_after_fault_rounds_max`).
 - `ticket_uniqueness`: the check of spark_analysis/checks/tickets.py (Theorem 4.2) over the logged
   ticket changes and the run's down intervals; it is added to the run's checks (`checks` below).
+- `event_identity`: the check of spark_analysis/checks/creators.py over the events' creations: no
+  event name given twice ((origin, seq) or (ticket, seq)), no two origins creating under one
+  ticket at once; added to the run's checks as well.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import pandas as pd
 from agents.causal.member import COUNTERS_STATE, DEFAULTS, ROLE_NAME, TICKET_STATE
 from agents.wire import MessageType
 
+from ..checks.creators import check_event_identity
 from ..checks.tickets import check_ticket_uniqueness
 from ..history import down_intervals
 from ..html import fmt, table
@@ -59,6 +66,7 @@ COMPARED = [
     ("causal gossip-only lost, share", ("causal", "gossip_only", "lost_share")),
     ("causal latency median (ms)", ("causal", "latency", "median_ms")),
     ("causal latency median (rounds)", ("causal", "latency", "median_rounds")),
+    ("causal gossip-only latency median (ms)", ("causal", "gossip_only", "latency", "median_ms")),
     ("causal throughput (events per member per s)", ("causal", "throughput")),
     ("causal message size (bytes)", ("causal", "message_bytes")),
     ("causal recovery success rate", ("causal", "recovery", "success_rate")),
@@ -80,6 +88,34 @@ def _sum(states: pd.DataFrame, column: str) -> Optional[int]:
     if column not in states.columns or not len(states):
         return None
     return int(pd.to_numeric(states[column], errors="coerce").fillna(0).sum())
+
+
+def _histogram_stats(states: pd.DataFrame, column: str) -> Optional[Dict[str, object]]:
+    """stats_ms of the members' whole-millisecond histograms ({ms: events}, a dict or its JSON)
+    merged, each value taken at the middle of its millisecond; None when no member logged one."""
+    if column not in states.columns or not len(states):
+        return None
+    merged: Dict[int, int] = {}
+    seen = False
+    for value in states[column]:
+        if isinstance(value, str):
+            value = json.loads(value)
+        if not isinstance(value, dict):
+            continue
+        seen = True
+        for ms, n in value.items():
+            merged[int(ms)] = merged.get(int(ms), 0) + int(n)
+    if not seen:
+        return None
+    ms = np.array(sorted(merged), dtype=np.float64)
+    return stats_ms(np.repeat((ms + 0.5) * 1e6, [merged[int(m)] for m in ms]))
+
+
+def _rounds(stats: Optional[Dict[str, object]], round_ms: Optional[float]) -> Optional[Dict[str, object]]:
+    if stats is None:
+        return None
+    median = stats.get("median_ms")
+    return {**stats, "median_rounds": median / round_ms if median is not None and round_ms else None}
 
 
 def _max(states: pd.DataFrame, column: str) -> Optional[int]:
@@ -142,7 +178,7 @@ def exclusion_measures(rows: List[Dict[str, Any]], tickets: pd.DataFrame, down: 
     cut off (the latest timeline action naming it before the exclusion), the tickets E_pq and
     dist(p, q); for an excluded process still running, how many rounds after the exclusion it
     disconnected by itself against the Corollary's bound (the i-th successor of p in E_pq within
-    i rounds); and how many rounds later another process first held an excluded ticket (reuse,
+    i rounds, i its rank among the processes of E_pq from p); and how many rounds later another process first held an excluded ticket (reuse,
     which the blocking delays by at least the distance)."""
     out: List[Dict[str, Any]] = []
     if not rows or not round_ms:
@@ -171,13 +207,22 @@ def exclusion_measures(rows: List[Dict[str, Any]], tickets: pd.DataFrame, down: 
                                  "tickets": e_tickets, "distance": len(e_tickets) + 1,
                                  "after_fault_rounds": (t - max(known)) / rnd if known else None,
                                  "disconnected": {}}
+        # each excluded process's own ticket when it was cut off or went down, so its place among
+        # the processes of E_pq: Corollary 4.1 bounds the i-th successor of p in E_pq by i rounds
+        # (i counts processes, not tickets: the free tickets they coordinate are not successors)
+        owned: Dict[str, int] = {}
+        for x in excluded:
+            cut_at = max((f for f in faults.get(x, ()) if f <= t), default=t)
+            before = [q for q in by_node.get(x, ()) if q["t"] <= cut_at and q.get("ticket") is not None]
+            if before and before[-1]["ticket"] in e_tickets:
+                owned[x] = before[-1]["ticket"]
         for x in excluded:
             if not _up_throughout(x, t, t + 1, down):
                 continue   # down already: it holds nothing
             cut_at = max((f for f in faults.get(x, ()) if f <= t), default=t)
-            before = [q for q in by_node.get(x, ()) if q["t"] <= cut_at and q.get("ticket") is not None]
-            own = before[-1]["ticket"] if before else None
-            bound = e_tickets.index(own) + 1 if own in e_tickets else None
+            own = owned.get(x)
+            bound = (1 + sum(e_tickets.index(o) < e_tickets.index(own) for y, o in owned.items() if y != x)
+                     if own is not None else None)
             # it may notice before its excluder does (a negative count: it let go first)
             gone = next((q for q in by_node.get(x, ()) if q["t"] >= cut_at and q.get("ticket") is None), None)
             after = None if gone is None else (int(gone["t"]) - t) / rnd
@@ -264,7 +309,8 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
                    "obsolete": _sum(counters, "causal_obsolete")},
         "gossip_only": {"delivered": only, "out_of_order": _sum(counters, "gossip_only_out_of_order"),
                         "lost": None if only is None or expected is None else max(expected - only, 0),
-                        "lost_share": None if only is None else _share(max(expected - only, 0), expected)},
+                        "lost_share": None if only is None else _share(max(expected - only, 0), expected),
+                        "latency": _rounds(_histogram_stats(counters, "gossip_only_latency_ms"), round_ms)},
         "latency": latency,
         "throughput": delivered / count / float(duration) if count and duration else None,
         "message_bytes": sent_of(MessageType.CAUSAL_DATA, "bytes") / data_tx if data_tx else None,
@@ -277,13 +323,32 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
                        "k": _param(manifest, "k"),
                        **exclusion_measures(rows, tickets, down, manifest, _param(manifest, "round_ms"))},
         "ticket_uniqueness": check_ticket_uniqueness(rows, down, end),
+        "event_identity": check_event_identity(_creations(s), _breaks(rows, down)),
     }
+
+
+def _creations(s: pd.DataFrame) -> List[Dict[str, Any]]:
+    """The events' creations: origin, seq, ticket (the send's message_id) and time."""
+    if not len(s) or "message_id" not in s.columns:
+        return []
+    rows = s[["origin", "seq", "message_id", "t"]].dropna()
+    return [{"origin": o, "seq": int(q), "ticket": int(m), "t": int(t)}
+            for o, q, m, t in rows.itertuples(index=False, name=None)]
+
+
+def _breaks(rows: List[Dict[str, Any]], down: Dict[str, list]) -> Dict[str, List[int]]:
+    """Per node, when it let go of what it held: each ticket change it logged, each time it went down."""
+    out: Dict[str, List[int]] = {}
+    for r in rows:
+        out.setdefault(r["node"], []).append(int(r["t"]))
+    for node, spans in down.items():
+        out.setdefault(node, []).extend(int(a) for a, _ in spans)
+    return out
 
 
 def checks(section: Dict[str, object]) -> List[Dict[str, object]]:
     """The checks this analysis judges from its own inputs, added to the run's checks."""
-    found = section.get("ticket_uniqueness") if section else None
-    return [found] if found else []
+    return [found for key in ("ticket_uniqueness", "event_identity") if (found := (section or {}).get(key))]
 
 
 def html(a: Dict[str, object]) -> str:
@@ -298,8 +363,10 @@ def html(a: Dict[str, object]) -> str:
                         ["gossip only (PrCast receive order)", None, e.get("expected"), g.get("delivered"),
                          g.get("lost"), g.get("lost_share"), None, None]]))
     parts.append(table(["latency", "n", "median (ms)", "median (rounds)", "q3 (ms)", "p95 (ms)", "max (ms)"],
-                       [["delivery − creation", lat.get("n"), lat.get("median_ms"), lat.get("median_rounds"),
-                         lat.get("q3_ms"), lat.get("p95_ms"), lat.get("max_ms")]]))
+                       [[name, x.get("n"), x.get("median_ms"), x.get("median_rounds"), x.get("q3_ms"),
+                         x.get("p95_ms"), x.get("max_ms")]
+                        for name, x in (("two-layer: delivery − creation", lat),
+                                        ("gossip only: first receipt − creation", g.get("latency") or {}))]))
     parts.append(table(["throughput (events / member / s)", "message size (bytes)", "recovery requests",
                         "recovered", "success rate", "membership messages", "exclusions", "joins"],
                        [[a.get("throughput"), a.get("message_bytes"), r.get("requests"), r.get("recovered"),
