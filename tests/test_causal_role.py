@@ -157,9 +157,9 @@ def test_reduced_churn_excludes_every_fault_reuses_tickets_after_the_block_and_k
     m = res["causal"]["membership"]
     assert sorted(x for e in m["exclusion_list"] for x in e["excluded"]) == ["j1", "m2", "m3", "m5"], m
     assert m["joins"] == 3 and m["alive_per_round_max"] <= 3
-    # m3, killed and restarted, joined again and numbered its events on from where it stopped
-    made = [(e["s"], e["seq"]) for e in logs["m3"] if e["event"] == "send" and e.get("type") == "CAUSAL_EVENT"]
-    before, after = [q for s, q in made if s < at[("kill", "m3")]], [q for s, q in made if s > at[("start", "m3")]]
+    # m5, stopped (it left) and started again, joined again and numbered its events on
+    made = [(e["s"], e["seq"]) for e in logs["m5"] if e["event"] == "send" and e.get("type") == "CAUSAL_EVENT"]
+    before, after = [q for s, q in made if s < at[("stop", "m5")]], [q for s, q in made if s > at[("start", "m5")]]
     assert before and after and after[0] == before[-1] + 1, (before[-3:], after[:3])
     assert [q for _, q in made] == list(range(1, len(made) + 1))
     for e in m["exclusion_list"]:   # each fault answered within about a round; reuse only after the block

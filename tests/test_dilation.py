@@ -136,19 +136,21 @@ def test_the_agents_clock_and_the_analysis_tell_one_virtual_time(stamp, k):
 
 
 @pytest.mark.spark
-@settings(max_examples=25, deadline=None)
-@given(st.lists(STAMPS, min_size=1, max_size=40), DILATIONS)
-def test_the_spark_column_tells_the_same_virtual_time(spark, stamps, k):
-    """virtual_column, the Spark engine's conversion, gives what virtual_ns gives, row by row."""
+@settings(max_examples=6, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2 ** 62), DILATIONS), min_size=1, max_size=12),
+       st.lists(st.integers(-(10 ** 16), 10 ** 16), min_size=1, max_size=40))
+def test_the_spark_column_tells_the_same_virtual_time(spark, clocks, offsets):
+    """virtual_column, the Spark engine's conversion, gives what virtual_ns gives, row by row:
+    each drawn (origin, k) a column of one Spark job over the drawn offsets from it."""
     from pyspark.sql import functions as F
 
     from spark_analysis.inputs import virtual_column, virtual_ns
 
-    origin = stamps[0][0]
-    walls = [min(max(origin + offset, -(2 ** 63)), 2 ** 63 - 1) for _, offset in stamps]
-    frame = spark.createDataFrame([(w,) for w in walls], "t long")
-    got = [row[0] for row in frame.select(virtual_column(F, F.col("t"), origin, float(k))).collect()]
-    assert got == [virtual_ns(w, origin, float(k)) for w in walls]
+    rows = [tuple(origin + offset for origin, _ in clocks) for offset in offsets]
+    frame = spark.createDataFrame(rows, ", ".join(f"t{i} long" for i in range(len(clocks))))
+    columns = [virtual_column(F, F.col(f"t{i}"), origin, float(k)) for i, (origin, k) in enumerate(clocks)]
+    got = [tuple(row) for row in frame.select(*columns).collect()]
+    assert got == [tuple(virtual_ns(w, origin, float(k)) for w, (origin, k) in zip(row, clocks)) for row in rows]
 
 
 @pytest.mark.spark
@@ -220,7 +222,9 @@ def test_the_same_scenario_at_k_1_and_k_4_gives_the_same_virtual_time_measures(n
     assert (one["run"]["time_dilation"], four["run"]["time_dilation"]) == (1.0, 4.0)
     for r in (one, four):
         assert r["fidelity"]["verdict"] == "faithful", r["fidelity"]["reasons"]
-        assert r["messages"]["PROBE"]["sent"] == pytest.approx(1200, abs=3), "400 a second for 3 virtual seconds"
+        # 400 a second for 3 virtual seconds, give or take the 25 ms (virtual) the agent's start
+        # and stop signals may take to arrive (seen: 1196 at k = 1, 1202 at k = 4)
+        assert r["messages"]["PROBE"]["sent"] == pytest.approx(1200, abs=10), "400 a second for 3 virtual seconds"
     ratio = [r["messages"]["PROBE"]["delivery_ratio"] for r in (one, four)]
     assert 0.4 < ratio[0] < 0.7 and ratio[1] == pytest.approx(ratio[0], abs=0.05), ratio
     delay = [r["application"]["PROBE"]["delivery_latency"]["median_ms"] for r in (one, four)]
