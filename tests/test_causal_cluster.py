@@ -239,3 +239,26 @@ def test_a_cjoin_from_a_process_already_in_the_view_is_rejected():
     m.bootstrap({12: "a", 4: "c"})
     assert [o.type for o in m.on_message("j", "CJOIN", {}, 0.0)] == ["ACKCJOIN"]
     assert [o.type for o in m.on_message("j", "CJOIN", {}, 0.5)] == ["REJECT"], "its retry crossed our ACKCJOIN"
+
+
+def test_an_exclusion_whose_new_successor_a_concurrent_exclusion_took_away_is_abandoned():
+    """a excludes b (its UPDATE failed) with c answering as q; before a's 2δ wait ends, a
+    acknowledges d's exclusion of a range holding c's ticket, which takes c out of a's view. a
+    must not complete its own exclusion towards a successor it no longer knows (this crashed
+    on c's missing ticket): it gives the exclusion up, stays, and retries at its next failed
+    UPDATE. Found by the generated runs of issue 30."""
+    a = ClusterMember("a", 16, 1)
+    a.bootstrap({12: "a", 8: "b", 4: "c", 0: "d"})
+    a.R = ["d", "a"]                                # as after an UPDATE that went through
+    update = [o for o in a.round(1.0) if o.type == "UPDATE"][0]
+    exclude = a.on_status(update.ref, False, 1.06)
+    assert [(o.to, o.type) for o in exclude] == [("c", "EXCLUDE")]
+    a.on_status(exclude[0].ref, True, 1.12)
+    assert [(o.to, o.type) for o in a.on_message("c", "ACKEXCLUDE", {"L": ["b", "a", "d"]}, 1.1)] == [("d", "REQCOORD")]
+    a.on_message("d", "ACKCOORD", {}, 1.2)
+    assert [o.type for o in a.on_message("d", "REQCOORD", {"tickets": [7, 6, 5, 4, 3, 2, 1], "by": "d"}, 1.3)] \
+        == ["ACKCOORD"]
+    assert "c" not in a.cview.values()
+    assert a.poll(3.0) == [] and a.state == COORDINATOR and a.succ == "b"
+    assert a.changes()[-1]["why"] == "exclusion abandoned"
+    assert a.next_deadline() is None, "no exclusion left pending"

@@ -66,6 +66,7 @@ class _Exclusion:
     candidate: Optional[str] = None
     ref: Optional[int] = None
     q: Optional[str] = None
+    q_ticket: Optional[int] = None                     # q's ticket when it answered
     tickets: List[int] = field(default_factory=list)   # E_pq
     acks: Set[str] = field(default_factory=set)
     deadline: Optional[float] = None
@@ -269,14 +270,18 @@ class ClusterMember:
         if ex.q is None or len(ex.acks) < self.k + 1:
             self._drop("exclusion not acknowledged", acks=sorted(ex.acks), excluding=ex.tickets)
             return []
-        q_ticket = self.owner_ticket(ex.q)
+        if self.owner_ticket(ex.q) != ex.q_ticket:
+            # a concurrent exclusion took q out of our view meanwhile (we acknowledged it): E_pq
+            # no longer ends at a live successor; the next failed UPDATE starts a new exclusion
+            self._changed("exclusion abandoned", excluding=ex.tickets)
+            return []
         excluded = sorted({self.cview[t] for t in ex.tickets if t in self.cview and self.cview[t] != self.me})
         before = set(self.coordinated())
         for t in ex.tickets:
             if self.cview.get(t) not in (None, self.me):
                 del self.cview[t]
         self.succ = ex.q
-        d = self.dist(self.ticket, q_ticket)
+        d = self.dist(self.ticket, ex.q_ticket)
         self.temp_rounds = max(d - 1, 0)
         if self.temp_rounds > 0:
             self.taken_over = set(ex.tickets) - before
@@ -406,8 +411,10 @@ class ClusterMember:
         ex = self._exclusion
         if ex is None or sender != ex.candidate or ex.q is not None:
             return
-        ex.q = sender
         q_ticket = self.owner_ticket(sender)
+        if q_ticket is None:      # taken out of our view by a concurrent exclusion since we asked
+            return
+        ex.q, ex.q_ticket = sender, q_ticket
         d = self.dist(self.ticket, q_ticket)
         ex.tickets = [(self.ticket - s) % self.n for s in range(1, d)]
         ex.deadline = now + 2 * self.delta
