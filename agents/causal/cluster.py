@@ -315,7 +315,7 @@ class ClusterMember:
         for t in ex.tickets:
             # given to a joiner only a round after every acknowledger's block has ended, so that
             # none of them ignores the joiner's announcement
-            self.blocked[t] = m + 1
+            self.blocked[t] = max(self.blocked.get(t, 0), m + 1)
         self.counters["excluded"] += len(excluded)
         self._changed("excluded", excluded=excluded, tickets=ex.tickets, temp_rounds=self.temp_rounds)
         # I12: every member forgets the excluded owners, as every member learns a joiner's ticket
