@@ -1,40 +1,90 @@
 """An in-memory network for the cluster management of agents/causal/cluster.py: virtual time in
 rounds of 1.0, messages delayed 0.01-0.05 (δ = 0.1), a connection-oriented send's status OK
-when the receiver is up and the link between the two is not cut, and kills and link cuts."""
+when the receiver is up and the link between the two is not cut, and kills, leaves, link cuts
+and heals.
+
+Rounds are in phase by default: every live member runs its round at each whole time. With
+`phases=True` each member runs its rounds on its own clock, at φ, φ + 1, φ + 2, ... for a phase φ
+drawn in [0, 1) (a joiner's first round comes at the first such time after it was added), as the
+role does on real hosts (agents/causal/member.py: every process from its own start), and a
+member's exclusion deadline is served when it comes rather than on the in-phase 0.1 grid.
+
+`shared_tickets` is the independent observer of Theorem 4.2: it reads only the ticket changes the
+members logged and the network's own record of who went down when, and gives every overlap of two
+processes holding one ticket (spark_analysis/checks/tickets.py, the check real runs are judged
+by)."""
 
 from __future__ import annotations
 
 import heapq
+import math
 import random
-from typing import Dict, List, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from agents.causal.cluster import COORDINATOR, ClusterMember, Out
 
+DELTA = 0.1
+US = 1_000_000          # the observer's time unit: a millionth of a round
+
 
 class ClusterNet:
-    def __init__(self, names: List[str], n: int, k: int = 1, seed: int = 1) -> None:
+    def __init__(self, names: List[str], n: int, k: int = 1, seed: int = 1, phases: bool = False) -> None:
         self.rng = random.Random(seed)
         self.n, self.k = n, k
         self.now = 0.0
-        self.members: Dict[str, ClusterMember] = {
-            m: ClusterMember(m, n, k, delta=0.1, rng=random.Random(f"{seed}:{m}")) for m in names}
+        self.phases = phases
+        self.members: Dict[str, ClusterMember] = {}
+        self.phase: Dict[str, float] = {}
+        self.round_at: Dict[str, float] = {}     # with phases: each member's next round
+        for m in names:
+            self._new(m, random.Random(f"{seed}:{m}"))
         self.dead: Set[str] = set()
+        self.down: Dict[str, float] = {}         # when the network saw a member go (killed or left)
         self.cut: Set[frozenset] = set()
-        self.queue: List[Tuple[float, int, str, str, Out]] = []
+        self.queue: List[Tuple[float, int, str, str, Any]] = []
         self._count = 0
         self.log: List[Dict] = []          # every ticket change, with time and process
         self.alive_sent: Dict[Tuple[str, int], int] = {}
         self.violations: List[str] = []
         self.next_round = 1.0
+        self._armed: Dict[str, float] = {}
+
+    def _new(self, name: str, rng: random.Random) -> ClusterMember:
+        self.members[name] = ClusterMember(name, self.n, self.k, delta=DELTA, rng=rng)
+        if self.phases:
+            phi = self.rng.random()
+            self.phase[name] = phi
+            first = math.floor(self.now - phi) + 1 + phi       # the first φ + j after now
+            self.round_at[name] = first if first > self.now else first + 1
+        return self.members[name]
 
     def add(self, name: str) -> ClusterMember:
-        self.members[name] = ClusterMember(name, self.n, self.k, delta=0.1, rng=random.Random(f"{self.rng.random()}:{name}"))
-        return self.members[name]
+        return self._new(name, random.Random(f"{self.rng.random()}:{name}"))
 
     def bootstrap(self, ring: Dict[int, str]) -> None:
         for m in ring.values():
             self.members[m].bootstrap(ring)
         self._collect()
+
+    # -- faults ---------------------------------------------------------------------------------
+
+    def kill(self, name: str) -> None:
+        self.dead.add(name)
+        self.down.setdefault(name, self.now)
+
+    def leave(self, name: str) -> None:
+        """The role's stop (A6): the member logs that it left and its process is gone."""
+        self.send(name, self.members[name].leave())
+        self._collect()
+        self.kill(name)
+
+    def isolate(self, name: str) -> None:
+        self.cut |= {frozenset((name, x)) for x in self.members if x != name}
+
+    def heal(self, name: Optional[str] = None) -> None:
+        self.cut = set() if name is None else {c for c in self.cut if name not in c}
+
+    # -- the network ----------------------------------------------------------------------------
 
     def reachable(self, a: str, b: str) -> bool:
         return b not in self.dead and a not in self.dead and frozenset((a, b)) not in self.cut
@@ -43,7 +93,7 @@ class ClusterNet:
         for out in outs:
             targets = [m for m in self.members if m != sender] if out.to == "all" else [out.to]
             if out.type == "ALIVE":
-                key = (sender, int(self.now))
+                key = (sender, math.floor(self.now - self.phase.get(sender, 0.0)))
                 self.alive_sent[key] = self.alive_sent.get(key, 0) + 1
             for t in targets:
                 if self.reachable(sender, t):
@@ -55,29 +105,14 @@ class ClusterNet:
                 heapq.heappush(self.queue, (self.now + 0.06, self._count, sender, sender, ("status", out.ref, ok)))
 
     def run_until(self, t_end: float) -> None:
-        """Messages in time order and a round for every live member at each whole time."""
+        """Messages in time order and a round for every live member at each whole time (each at
+        its own phase with `phases`)."""
+        if self.phases:
+            return self._run_phased(t_end)
         while True:
             head = self.queue[0][0] if self.queue else None
             if head is not None and head < self.next_round and head <= t_end:
-                at, _, sender, to, out = heapq.heappop(self.queue)
-                self.now = at
-                if out == "poll":
-                    for name in self.members:
-                        if name not in self.dead:
-                            self.send(name, self.members[name].poll(at))
-                    self._collect()
-                    continue
-                if to in self.dead:
-                    continue
-                m = self.members[to]
-                if isinstance(out, tuple):
-                    self.send(to, m.on_status(out[1], out[2], at))
-                else:
-                    self.send(to, m.on_message(sender, out.type, out.payload, at))
-                for name in self.members:
-                    if name not in self.dead:
-                        self.send(name, self.members[name].poll(at))
-                self._collect()
+                self._step()
                 continue
             if self.next_round > t_end:
                 self.now = t_end
@@ -91,6 +126,56 @@ class ClusterNet:
                 self._count += 1
                 heapq.heappush(self.queue, (self.now + tenth / 10, self._count, "", "", "poll"))
             self._collect()
+
+    def _run_phased(self, t_end: float) -> None:
+        while True:
+            head = self.queue[0][0] if self.queue else math.inf
+            live = [(at, name) for name, at in self.round_at.items() if name not in self.dead]
+            at, name = min(live) if live else (math.inf, "")
+            if head < at and head <= t_end:
+                self._step()
+            elif at <= t_end:
+                self.now = at
+                self.round_at[name] = at + 1.0
+                self.send(name, self.members[name].round(at))
+                self._collect()
+            else:
+                self.now = t_end
+                return
+            self._arm()
+
+    def _arm(self) -> None:
+        """With phases, a member's exclusion deadline is polled when it comes (the role arms a
+        timer for it)."""
+        for name, m in self.members.items():
+            d = m.next_deadline()
+            if d is not None and name not in self.dead and self._armed.get(name) != d:
+                self._armed[name] = d
+                self._count += 1
+                heapq.heappush(self.queue, (max(d, self.now) + 1e-6, self._count, "", name, "poll"))
+
+    def _step(self) -> None:
+        at, _, sender, to, out = heapq.heappop(self.queue)
+        self.now = at
+        if isinstance(out, str) and out == "poll":
+            for name in self.members:
+                if name not in self.dead:
+                    self.send(name, self.members[name].poll(at))
+            self._collect()
+            return
+        if to in self.dead:
+            return
+        m = self.members[to]
+        if isinstance(out, tuple):
+            self.send(to, m.on_status(out[1], out[2], at))
+        else:
+            self.send(to, m.on_message(sender, out.type, out.payload, at))
+        for name in self.members:
+            if name not in self.dead:
+                self.send(name, self.members[name].poll(at))
+        self._collect()
+
+    # -- what happened --------------------------------------------------------------------------
 
     def _collect(self) -> None:
         for name, m in self.members.items():
@@ -113,3 +198,27 @@ class ClusterNet:
 
     def coordinators(self) -> List[str]:
         return sorted(n for n, m in self.members.items() if n not in self.dead and m.state == COORDINATOR)
+
+
+def shared_tickets(net: ClusterNet, end: Optional[float] = None) -> List[Dict[str, Any]]:
+    """Every time two processes held one ticket at once, as an observer outside the members sees
+    it: from the ticket changes they logged (a row holds its ticket and the tickets it coordinates
+    until the member's next row) and the network's record of kills and leaves (a process that is
+    gone holds nothing). Each overlap: ticket, the two nodes, from and until (rounds, until None:
+    still at `end`), and what each row said."""
+    from spark_analysis.checks.tickets import check_ticket_uniqueness
+
+    def us(t: float) -> int:
+        return round(t * US)
+
+    rows = [{**r, "t": us(r["t"])} for r in net.log]
+    down = {name: [(us(t), None)] for name, t in net.down.items()}
+    res = check_ticket_uniqueness(rows, down, us(net.now if end is None else end))
+    if res["verdict"] not in ("valid", "invalid"):
+        raise AssertionError(f"nothing to judge: {res}")
+    found = res["anomalies"]["shared-ticket"]
+    cex = res["counterexamples"]["shared-ticket"]
+    out = [{**c, "from": c["from"] / US, "until": None if c["until"] is None else c["until"] / US} for c in cex]
+    if found > len(cex):
+        out.append({"more": found - len(cex)})
+    return out

@@ -9,15 +9,17 @@ below is the fault-tolerance k (k_ft: 2k+1 neighbours, a k+1 quorum), not the R4
 
 - Every round (`round()`), a coordinator first checks that it heard ALIVE from at least k+1 of
   L_p during the last round, else it disconnects (reading A7: a joiner skips the check in its first
-  round); then sends ALIVE to its 2k+1 closest successors in Cview, and, unless it is a temporary
-  coordinator, UPDATE(R) to its immediate successor with R = {the 2k closest predecessors in L_p}
-  ∪ {p}: if the send's status is OK, R_p := R, else it runs the exclusion with probability
-  `p_exclude` (A13).
+  round); then sends ALIVE to its 2k+1 closest successors in Cview, and, unless it is in the
+  quiet rounds after an exclusion, UPDATE(R) to its immediate successor with R = {the 2k closest
+  predecessors in L_p} ∪ {p}: if the send's status is OK, R_p := R, else it runs the exclusion
+  with probability `p_exclude` (A13).
 - Closest successors and predecessors walk Cview's owners round the ring; in a ring of fewer than
   2k+2 coordinators the walk wraps and a process counts itself once (A8), so that a small static
   ring (`bootstrap`, at least k+1 coordinators) survives its own quorum.
-- cjoin (Algorithm 3): a coordinator with |S_p| > 1 that is not temporary gives the joiner a
-  ticket t drawn from S_p less its own (and less tickets it blocks), sets the joiner as its
+- cjoin (Algorithm 3): a coordinator with |S_p| > 1 that is not temporary, and that has heard
+  ALIVE from k+1 of L_p within the last round (T + δ: `knows_quorum`, the first invariant read
+  when it acts; a process being excluded without knowing it seats no joiner late), gives the
+  joiner a ticket t drawn from S_p less its own (and less tickets it blocks), sets the joiner as its
   immediate successor and answers ACKCJOIN(R, t, j, Cview) with status. The joiner owns t and
   coordinates t down to j+1, takes L := R, and announces its ticket (`announce` messages, which
   the role disseminates to every member: "it also PrCasts that it became a coordinator").
@@ -29,9 +31,14 @@ below is the fault-tolerance k (k_ft: 2k+1 neighbours, a k+1 quorum), not the R4
   one answers; q replies ACKEXCLUDE(L_q); p asks REQCOORD(E_pq) of every process in L_q ∩ R_p,
   E_pq being the tickets strictly between p's and q's; a process whose ticket is not in E_pq
   acknowledges (ACKCOORD), removes E_pq's owners from its Cview and refuses new owners of those
-  tickets for dist(p, q) rounds (A5). After 2δ, with at least k+1 ACKCOORD, q becomes p's
-  successor and p a temporary coordinator for dist(p, q) - 1 more rounds without UPDATE or
-  cjoin (A3); with fewer, p disconnects. dist(p, q) = (ticket(p) - ticket(q)) mod n (A2).
+  tickets for `hold_rounds(d)` of its rounds (A5). After 2δ, with at least k+1 ACKCOORD, q
+  becomes p's successor and p a temporary coordinator: it sends no UPDATE for dist(p, q) - 1
+  rounds (Algorithm 4's TempRounds, A3), serves no cjoin and does not hold E_pq for
+  hold_rounds(d) = 1 + d + ceil((2d - 1)·δ/T) rounds, by which time every process of E_pq has
+  let go even with rounds out of phase (issue 30; docs/CAUSAL-READING.md, section 7), and gives
+  E_pq's tickets to joiners a round later still; with fewer, p disconnects. d = dist(p, q) =
+  (ticket(p) - ticket(q)) mod n (A2). An exclusion whose q a concurrent exclusion took out of the
+  view before the wait ended is given up.
 - Ticket changes are returned by `changes()` and written to the log by the role: what the process
   owns and coordinates after each change. A temporary coordinator does not count the tickets it
   took over as coordinated until it stops being temporary (its S_p holds them, but it serves no
@@ -41,6 +48,7 @@ below is the fault-tolerance k (k_ft: 2k+1 neighbours, a k+1 quorum), not the R4
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set, Tuple
@@ -66,16 +74,18 @@ class _Exclusion:
     candidate: Optional[str] = None
     ref: Optional[int] = None
     q: Optional[str] = None
+    q_ticket: Optional[int] = None                     # q's ticket when it answered
     tickets: List[int] = field(default_factory=list)   # E_pq
     acks: Set[str] = field(default_factory=set)
     deadline: Optional[float] = None
 
 
 class ClusterMember:
-    def __init__(self, me: str, n: int, k: int = 1, *, delta: float = 0.5, p_exclude: float = 1.0,
-                 rng: Optional[random.Random] = None) -> None:
+    def __init__(self, me: str, n: int, k: int = 1, *, delta: float = 0.5, period: float = 1.0,
+                 p_exclude: float = 1.0, rng: Optional[random.Random] = None) -> None:
         self.me, self.n, self.k = me, n, k
         self.delta = delta
+        self.period = period                     # T: the round's length, in the unit of delta and now
         self.p_exclude = p_exclude
         self.rng = rng or random.Random(0)
         self.state = JOINING
@@ -86,7 +96,9 @@ class ClusterMember:
         self.L: List[str] = []
         self.R: List[str] = []
         self.alive: Set[str] = set()
-        self.temp_rounds = 0
+        self.heard_at: Dict[str, float] = {}     # sender → when its latest ALIVE came (itself: its round)
+        self.temp_rounds = 0                     # rounds until the tickets of an exclusion are held
+        self.quiet_rounds = 0                    # rounds without UPDATE after it (Algorithm 4's TempRounds)
         self.taken_over: Set[int] = set()        # tickets of the exclusion while temporary
         self.blocked: Dict[int, int] = {}        # ticket → rounds during which no new owner is taken
         self.first_round = False
@@ -134,6 +146,18 @@ class ClusterMember:
 
     def dist(self, a: int, b: int) -> int:
         return (a - b) % self.n
+
+    def hold_rounds(self, d: int) -> int:
+        """The rounds of its own that the excluder of E_pq (d = dist(p, q)) stays temporary, and
+        that an acknowledger blocks E_pq: 1 + ceil((W + 2δ) / T) = 1 + d + ceil((2d - 1)·δ / T).
+        W = 2T + δ + (d - 2)(T + 2δ) bounds how long after the acknowledgements a process of E_pq
+        (at most d - 1 of them) can still hold a ticket, rounds out of phase: the closest one may
+        pass one more check on ALIVEs sent before them, and each further one, or a joiner one of
+        them seated, holds on at most a round and two message delays longer than the one it heard
+        from. The excluder's first round may come at once (hence 1 +), and an acknowledger may
+        have acknowledged up to 2δ before the excluder decided. The paper has dist(p, q) - 1;
+        docs/CAUSAL-READING.md, section 7, gives the argument."""
+        return 1 + d + math.ceil(round((2 * d - 1) * self.delta / self.period, 9))
 
     def coordinated(self) -> List[int]:
         """S_p: own ticket down to the successor's ticket, exclusive (all n when alone), less the
@@ -211,16 +235,19 @@ class ClusterMember:
         for s in self.successors(2 * self.k + 1):
             if s == self.me:
                 self.alive.add(self.me)
+                self.heard_at[self.me] = now
             else:
                 out.append(Out(s, "ALIVE", {}))
                 self._count_alive(1)
             self.counters["alive_sent"] += 1
-        if self.temp_rounds == 0:
+        if self.quiet_rounds == 0:
             if self.succ is not None and self.succ != self.me and self._exclusion is None:
                 r = self._r_set()
                 out.append(self._status_send(self.succ, "UPDATE", {"R": r}, ("update", r)))
                 self.counters["updates"] += 1
         else:
+            self.quiet_rounds -= 1
+        if self.temp_rounds > 0:
             self.temp_rounds -= 1
             if self.temp_rounds == 0 and self.taken_over:
                 self.taken_over.clear()
@@ -269,19 +296,26 @@ class ClusterMember:
         if ex.q is None or len(ex.acks) < self.k + 1:
             self._drop("exclusion not acknowledged", acks=sorted(ex.acks), excluding=ex.tickets)
             return []
-        q_ticket = self.owner_ticket(ex.q)
+        if self.owner_ticket(ex.q) != ex.q_ticket:
+            # a concurrent exclusion took q out of our view meanwhile (we acknowledged it): E_pq
+            # no longer ends at a live successor; the next failed UPDATE starts a new exclusion
+            self._changed("exclusion abandoned", excluding=ex.tickets)
+            return []
         excluded = sorted({self.cview[t] for t in ex.tickets if t in self.cview and self.cview[t] != self.me})
         before = set(self.coordinated())
         for t in ex.tickets:
             if self.cview.get(t) not in (None, self.me):
                 del self.cview[t]
         self.succ = ex.q
-        d = self.dist(self.ticket, q_ticket)
-        self.temp_rounds = max(d - 1, 0)
-        if self.temp_rounds > 0:
-            self.taken_over = set(ex.tickets) - before
+        d = self.dist(self.ticket, ex.q_ticket)
+        m = self.hold_rounds(d)
+        self.temp_rounds = m
+        self.quiet_rounds = max(d - 1, 0)
+        self.taken_over = set(ex.tickets) - before
         for t in ex.tickets:
-            self.blocked[t] = d
+            # given to a joiner only a round after every acknowledger's block has ended, so that
+            # none of them ignores the joiner's announcement
+            self.blocked[t] = max(self.blocked.get(t, 0), m + 1)
         self.counters["excluded"] += len(excluded)
         self._changed("excluded", excluded=excluded, tickets=ex.tickets, temp_rounds=self.temp_rounds)
         # I12: every member forgets the excluded owners, as every member learns a joiner's ticket
@@ -322,6 +356,15 @@ class ClusterMember:
 
     def _on_alive(self, sender, payload, now):
         self.alive.add(sender)
+        self.heard_at[sender] = now
+
+    def knows_quorum(self, now: float) -> bool:
+        """Whether k+1 of L_p have been heard from within the last round (T + δ: a live
+        predecessor's ALIVEs come a round apart, give or take a message delay): the first invariant
+        ("remains in Core_C as long as p knows that at least k+1 of its 2k+1 closest predecessors"
+        are up) read at the time p acts rather than at its last round's check."""
+        fresh = [s for s in self.L if now - self.heard_at.get(s, -float("inf")) <= self.period + self.delta]
+        return len(fresh) >= self.k + 1
 
     def _on_update(self, sender, payload, now):
         if self.state != COORDINATOR:
@@ -335,6 +378,10 @@ class ClusterMember:
         if self.state != COORDINATOR or self.temp_rounds > 0 or self._exclusion is not None:
             return [Out(sender, "REJECT", {})]
         if sender in self.cview.values():   # served already (its retry crossed our ACKCJOIN)
+            return [Out(sender, "REJECT", {})]
+        if not self.knows_quorum(now):
+            # an excluded process that does not know it yet must not seat a joiner it would keep
+            # alive past the excluder's wait (docs/CAUSAL-READING.md, section 7)
             return [Out(sender, "REJECT", {})]
         free = [t for t in self.coordinated() if t != self.ticket and t not in self.blocked]
         if not free:
@@ -359,7 +406,7 @@ class ClusterMember:
         self.state = COORDINATOR
         self.succ = self.cview.get(int(payload["j"]), sender)
         self.pred = sender
-        self.temp_rounds = 0
+        self.temp_rounds = self.quiet_rounds = 0
         self.first_round = True
         self._changed("joined")
         out = [Out(s, "ALIVE", {}) for s in self.successors(2 * self.k + 1) if s != self.me]
@@ -406,8 +453,10 @@ class ClusterMember:
         ex = self._exclusion
         if ex is None or sender != ex.candidate or ex.q is not None:
             return
-        ex.q = sender
         q_ticket = self.owner_ticket(sender)
+        if q_ticket is None:      # taken out of our view by a concurrent exclusion since we asked
+            return
+        ex.q, ex.q_ticket = sender, q_ticket
         d = self.dist(self.ticket, q_ticket)
         ex.tickets = [(self.ticket - s) % self.n for s in range(1, d)]
         ex.deadline = now + 2 * self.delta
@@ -420,11 +469,11 @@ class ClusterMember:
     def _on_reqcoord(self, sender, payload, now):
         if self.state != COORDINATOR or self.ticket in payload["tickets"]:
             return
-        d = len(payload["tickets"]) + 1
+        m = self.hold_rounds(len(payload["tickets"]) + 1)
         for t in payload["tickets"]:
             if self.cview.get(t) not in (None, self.me):
                 del self.cview[t]
-            self.blocked[t] = d
+            self.blocked[t] = max(self.blocked.get(t, 0), m)
         return [Out(sender, "ACKCOORD", {})]
 
     def _on_ackcoord(self, sender, payload, now):

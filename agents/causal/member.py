@@ -282,7 +282,7 @@ class CausalMember(Role):
         members = lambda: self.members  # noqa: E731
         self.owners: Dict[int, str] = dict(self.ring)   # ticket → the creator of its latest event seen
         self._owner_seq: Dict[int, int] = {}
-        self.cluster = ClusterMember(agent.name, self.n, int(p["k"]), delta=self.delta_s,
+        self.cluster = ClusterMember(agent.name, self.n, int(p["k"]), delta=self.delta_s, period=self.round_s,
                                      p_exclude=float(p["p_exclude"]), rng=rng) if self.coordinator else None
         self.gossip = PrCast(agent.name, members, fanout=int(p["fanout"]), max_hops=int(p["max_hops"]),
                              max_events=int(p["max_events"]), history=int(p["history"]),
