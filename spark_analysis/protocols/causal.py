@@ -29,6 +29,7 @@ its ticket-uniqueness check, and its report section.
   (the most ALIVEs a process sent between two of its rounds: at most 2k+1), and per exclusion
   (`exclusion_list`) the fault it answered, the rounds since, E_pq and the distance, a cut-off
   member's own disconnection against Corollary 4.1's bound (`disconnect_within_bound` over all)
+  and against the bound of the algorithm's own timing (`disconnect_within_reading_bound`)
   and the rounds until an excluded ticket was held again (`exclusion_after_fault_rounds_max`).
 - `ticket_uniqueness`: the check of spark_analysis/checks/tickets.py (Theorem 4.2) over the logged
   ticket changes and the run's down intervals; it is added to the run's checks (`checks` below).
@@ -178,11 +179,16 @@ def exclusion_measures(rows: List[Dict[str, Any]], tickets: pd.DataFrame, down: 
     cut off (the latest timeline action naming it before the exclusion), the tickets E_pq and
     dist(p, q); for an excluded process still running, how many rounds after the exclusion it
     disconnected by itself against the Corollary's bound (the i-th successor of p in E_pq within
-    i rounds, i its rank among the processes of E_pq from p); and how many rounds later another process first held an excluded ticket (reuse,
+    i rounds, i its rank among the processes of E_pq from p) and against the bound the algorithm's
+    own timing gives (i + 1 rounds and (2i - 1) message delays: ALIVEs sent before the
+    acknowledgement still count once, docs/CAUSAL-READING.md section 7); and how many rounds later another process first held an excluded ticket (reuse,
     which the blocking delays by at least the distance)."""
     out: List[Dict[str, Any]] = []
     if not rows or not round_ms:
-        return {"exclusion_list": out, "exclusion_after_fault_rounds_max": None, "disconnect_within_bound": None}
+        return {"exclusion_list": out, "exclusion_after_fault_rounds_max": None, "disconnect_within_bound": None,
+                "disconnect_within_reading_bound": None}
+    delta_ms = _param(manifest, "delta_ms")
+    delta_rounds = delta_ms / round_ms if delta_ms is not None else None
     t0 = int(manifest.get("t0_ns") or 0)
     rnd = round_ms * 1e6
     faults: Dict[str, List[int]] = {}
@@ -221,13 +227,20 @@ def exclusion_measures(rows: List[Dict[str, Any]], tickets: pd.DataFrame, down: 
                 continue   # down already: it holds nothing
             cut_at = max((f for f in faults.get(x, ()) if f <= t), default=t)
             own = owned.get(x)
-            bound = (1 + sum(e_tickets.index(o) < e_tickets.index(own) for y, o in owned.items() if y != x)
-                     if own is not None else None)
+            rank = (1 + sum(e_tickets.index(o) < e_tickets.index(own) for y, o in owned.items() if y != x)
+                    if own is not None else None)
+            bound = rank
+            # the bound under the algorithm's own timing (docs/CAUSAL-READING.md, section 7): the
+            # closest lets go within 2T + δ of the acknowledgement, each next one T + 2δ later
+            reading = (None if rank is None or delta_rounds is None
+                       else round(rank + 1 + (2 * rank - 1) * delta_rounds, 6))
             # it may notice before its excluder does (a negative count: it let go first)
             gone = next((q for q in by_node.get(x, ()) if q["t"] >= cut_at and q.get("ticket") is None), None)
             after = None if gone is None else (int(gone["t"]) - t) / rnd
             entry["disconnected"][x] = {"after_rounds": after, "bound_rounds": bound,
-                                        "within": after is not None and bound is not None and after <= bound}
+                                        "within": after is not None and bound is not None and after <= bound,
+                                        "reading_bound_rounds": reading,
+                                        "within_reading": after is not None and reading is not None and after <= reading}
         reuse = [int(q["t"]) for q in rows if q["t"] > t and q["node"] != r["node"] and q["node"] not in excluded
                  and (q.get("ticket") in e_tickets or set(q.get("coordinates") or ()) & set(e_tickets))]
         entry["reused_after_rounds"] = (min(reuse) - t) / rnd if reuse else None
@@ -236,7 +249,8 @@ def exclusion_measures(rows: List[Dict[str, Any]], tickets: pd.DataFrame, down: 
     return {"exclusion_list": out,
             "exclusion_after_fault_rounds_max": max((e["after_fault_rounds"] for e in out
                                                       if e["after_fault_rounds"] is not None), default=None),
-            "disconnect_within_bound": all(d["within"] for d in cut) if cut else None}
+            "disconnect_within_bound": all(d["within"] for d in cut) if cut else None,
+            "disconnect_within_reading_bound": all(d["within_reading"] for d in cut) if cut else None}
 
 
 def _names(value: Any) -> List[str]:
