@@ -68,6 +68,9 @@ def test_a_creator_numbers_its_events_itself_and_a_restart_goes_on_from_the_kept
     again.made = read_made(path)
     e = again.create()
     assert e.eid == (2, 1) and e.number == 4
+    from agents.causal.causality import event_id
+
+    assert event_id(e.eid) == 3 * 2 ** 32 + 1 and event_id((0, 0)) == 2 ** 32   # above any bare ticket
     (tmp_path / MADE_FILE).write_text("garbage")
     assert read_made(path) == 0 and read_made(None) == 0
     write_made(None, 5)   # no directory (an in-memory member): nothing kept, nothing raised

@@ -199,7 +199,7 @@ def test_the_analysis_counts_losses_latency_recovery_and_judges_tickets():
                 "topology": {"nodes": {n: {"role": "causal-member", "params": {"gossip_round_ms": 100}}
                                        for n in ("a", "b", "c")}}}
     sends = pd.DataFrame({"type": ["CAUSAL_EVENT"] * 2, "origin": ["a", "b"], "seq": [1, 1], "t": [0, 0],
-                          "intended": [["b", "c"], ["a", "c"]], "message_id": [0, 2]})
+                          "intended": [["b", "c"], ["a", "c"]], "message_id": [(0 + 1) << 32 | 1, (2 + 1) << 32 | 1]})
     deliveries = pd.DataFrame({"type": ["CAUSAL_EVENT"] * 4, "node": ["b", "c", "a", "a"],
                                "origin": ["a", "a", "b", "b"], "seq": [1, 1, 1, 1],
                                "t": [100_000_000, 300_000_000, 200_000_000, 250_000_000],

@@ -76,8 +76,8 @@ def test_the_cluster_algorithm_keeps_tickets_unique_and_the_check_catches_a_brok
     assert set(c["nodes"]) == {"c2", "c3"}
 
 
-def made(origin, ticket, seq, t):
-    return {"origin": origin, "ticket": ticket, "seq": seq, "t": t}
+def made(origin, ticket, seq, t, count=None):
+    return {"origin": origin, "ticket": ticket, "seq": seq, "t": t, "count": count}
 
 
 def test_a_ticket_handed_over_and_back_is_one_creator_at_a_time():
@@ -94,20 +94,27 @@ def test_a_ticket_handed_over_and_back_is_one_creator_at_a_time():
     assert (c["ticket"], c["origins"], c["from"], c["until"]) == (3, ["a", "b"], 45, 55)
 
 
-def test_a_restarted_origin_that_counts_again_gives_names_twice():
-    """a creates 1..3 under ticket 0, is restarted and gets ticket 5, whose count is at 1: its
-    (origin, seq) (a, 2) and (a, 3) are given twice. Two owners counting from one view of a
-    ticket give one (ticket, seq) twice."""
-    history = [made("a", 0, s, s) for s in (1, 2, 3)] + [made("a", 5, s, 50 + s) for s in (2, 3)]
+def test_a_restarted_origin_that_numbers_again_gives_names_twice():
+    """a creates its events 1..3 under ticket 0, is restarted without its kept number and gets
+    ticket 5: (a, 2) and (a, 3) are given twice, although the protocol's names (5, 1), (5, 2)
+    differ. A new owner of ticket 1 that counts on from less than the last owner reached gives
+    the protocol's name (1, 7) twice, with its own numbers all new."""
+    history = [made("a", 0, s, s, count=s) for s in (1, 2, 3)] + [made("a", 5, s, 50 + s, count=s - 1)
+                                                                   for s in (2, 3)]
     res = check_event_identity(history, breaks={"a": [10]})
     assert res["anomalies"] == {"repeated-id": 2, "concurrent-creators": 0}
     first = res["counterexamples"]["repeated-id"][0]
-    assert first == {"name": "origin", "origin": "a", "seq": 2,
-                     "creations": [{"origin": "a", "ticket": 0, "t": 2}, {"origin": "a", "ticket": 5, "t": 52}]}
-    both = [made("a", 1, 7, 10), made("b", 1, 7, 12), made("a", 1, 8, 20)]
-    res = check_event_identity(both)
-    assert res["anomalies"] == {"repeated-id": 1, "concurrent-creators": 1}
-    assert res["counterexamples"]["repeated-id"][0]["name"] == "ticket"
+    assert first == {"name": "(origin, seq)", "origin": "a", "seq": 2,
+                     "creations": [{"origin": "a", "seq": 2, "ticket": 0, "count": 2, "t": 2},
+                                   {"origin": "a", "seq": 2, "ticket": 5, "count": 1, "t": 52}]}
+    handed = [made("a", 1, 1, 10, count=7), made("b", 1, 1, 30, count=7)]
+    res = check_event_identity(handed, breaks={"a": [20]})
+    assert res["anomalies"] == {"repeated-id": 1, "concurrent-creators": 0}
+    assert res["counterexamples"]["repeated-id"][0]["name"] == "(ticket, count)"
+    # a log that does not give the count (written before it did): the protocol's name not judged
+    assert check_event_identity([made("a", 1, 1, 10), made("b", 1, 1, 30)], breaks={"a": [20]})["verdict"] == "valid"
+    both = [made("a", 1, 7, 10), made("b", 1, 1, 12), made("a", 1, 8, 20)]
+    assert check_event_identity(both)["anomalies"] == {"repeated-id": 0, "concurrent-creators": 1}
     assert check_event_identity([])["verdict"] == "unknown"
 
 

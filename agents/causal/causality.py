@@ -48,6 +48,13 @@ class Event:
         return (self.index, self.ts[self.index])
 
 
+def event_id(eid: EventId) -> int:
+    """The protocol's name of an event, (ticket, t_e[ticket]), as one number for the logs'
+    message_id: (ticket + 1) × 2^32 + t_e[ticket] (always at least 2^32, so a reader tells it from
+    the bare ticket that logs written before it carried)."""
+    return ((eid[0] + 1) << 32) | eid[1]
+
+
 def precedes(a: Sequence[int], b: Sequence[int]) -> bool:
     """a < b: every entry at most b's and one smaller."""
     return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))

@@ -31,7 +31,8 @@ connection-oriented send of section 4.2 over UDP. An announcement of a new owner
 member directly (the paper PrCasts it; one message each here, counted as membership traffic).
 
 The log. An event's creation is the application send (type CAUSAL_EVENT: origin the creator,
-seq the creator's own number for it, message_id its ticket, `ts` its vector timestamp; the
+seq the creator's own number for it, `ticket`, message_id the protocol's name for it (ticket and
+count in one number, causality.event_id), `ts` its vector timestamp; the
 protocol names the event (ticket, t_e[ticket]), which a process that changed tickets, or was
 restarted, could repeat as its own; its own number it keeps across restarts in its directory,
 MADE_FILE, and the records carry it), logged only:
@@ -57,7 +58,7 @@ from agents.roles import MAX_BODY_BYTES, is_number, number_at_least, whole_at_le
 from agents.runtime import Role
 from agents.wire import MessageType
 
-from .causality import RECOVERY, CausalLayer, Event, buffer_size
+from .causality import RECOVERY, CausalLayer, Event, buffer_size, event_id
 from .cluster import COORDINATOR, JOINING, MESSAGES, ClusterMember, Out
 from .prcast import PrCast
 
@@ -112,6 +113,7 @@ EVENT_FIELDS = {
              "ticket": ("integer", "the creating coordinator's ticket, the event's index (causal)"),
              "events": ("integer", "event records a gossip message carries (causal)"),
              "membership": ("string", "the cluster-management message a MEMBERSHIP send carries (causal)")},
+    "drop": {"ticket": ("integer", "the dropped event's index (causal)")},
     "deliver": {"ts": ("array", "the event's vector timestamp, one entry per ticket (causal)"),
                 "ticket": ("integer", "the event's index (causal)"),
                 "how": ("string", "in order, forced (after time_to_recover) or own (causal)")},
@@ -336,13 +338,14 @@ class CausalMember(Role):
         how = {id(e): h for e, h in self.causal.delivered[-len(events):]}
         for e in events:
             self.agent.log.write("deliver", type="CAUSAL_EVENT", origin=e.origin, seq=e.number,
-                                 message_id=e.index, ticket=e.index, ts=list(e.ts), how=how.get(id(e), "in order"),
+                                 message_id=event_id(e.eid), ticket=e.index, ts=list(e.ts), how=how.get(id(e), "in order"),
                                  produced_ns=e.created_ns)
         self._log_drops()
 
     def _log_drops(self) -> None:
         for e, reason in self.causal.dropped[self._logged_drops:]:
-            self.agent.log.write("drop", reason=reason, origin=e.origin, seq=e.number, message_id=e.index)
+            self.agent.log.write("drop", reason=reason, origin=e.origin, seq=e.number, message_id=event_id(e.eid),
+                                 ticket=e.index)
         self._logged_drops = len(self.causal.dropped)
 
     def _gossip_only(self, e: Event) -> None:
@@ -438,7 +441,7 @@ class CausalMember(Role):
                 self.created += 1
                 write_made(self._made_path, e.number)
                 self.agent.log.write("send", type="CAUSAL_EVENT", origin=self.agent.name, seq=e.number,
-                                     to="all", message_id=e.index, ticket=e.index, ts=list(e.ts), bytes=e.size,
+                                     to="all", message_id=event_id(e.eid), ticket=e.index, ts=list(e.ts), bytes=e.size,
                                      frags=0, reliable=False, hops=0,
                                      eligible=[m for m in self.members if m != self.agent.name])
                 self.gossip.broadcast(e.eid, e)

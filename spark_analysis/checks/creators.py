@@ -4,13 +4,15 @@ creates events under it, so no two processes may create under one ticket at once
 may be given twice.
 
 Input: the events' creations the members logged (send of type CAUSAL_EVENT, agents/causal): per
-row the origin (the creating node), `seq` (the ticket's count the event took), the ticket
-(`message_id`) and the time.
+row the origin (the creating node), `seq` (the creator's own number for the event), the ticket,
+`count` (the ticket's count the event took, t_e[ticket]; None when the log does not say) and the
+time.
 
 - "repeated-id": an event name given to more than one creation, as the analysis names events,
-  (origin, seq), or as the protocol does, (ticket, seq). A restarted coordinator that counted
-  again from where it had been would give names twice; the analysis would then take two events for
-  one (counted once each per receiver).
+  (origin, seq), or as the protocol does, (ticket, count). A creator that numbered again from
+  where it had been (restarted, or on another ticket) would give the first twice, and the analysis
+  would take two events for one; a new owner of a ticket that counts on from less than its last
+  owner reached would give the second twice, and its receivers would drop its events as obsolete.
 - "concurrent-creators": under one ticket, an origin's tenure is the span from one of its
   creations to its last before it let go (a ticket change it logged, or going down: `breaks`);
   two tenures of different origins under one ticket that overlap in time mean two processes
@@ -36,25 +38,28 @@ NO_EVENTS = "no member created an event (send of type CAUSAL_EVENT)"
 
 def check_event_identity(creations: Iterable[Dict[str, Any]],
                          breaks: Optional[Dict[str, List[int]]] = None) -> Dict[str, Any]:
-    """creations: dicts with origin, seq, ticket and t (ns); breaks: per origin, the times it let
-    go of what it held (its logged ticket changes, the starts of its down intervals)."""
-    rows = [{"origin": str(c["origin"]), "seq": int(c["seq"]), "ticket": int(c["ticket"]), "t": int(c["t"])}
-            for c in creations]
+    """creations: dicts with origin, seq, ticket, count (optional) and t (ns); breaks: per
+    origin, the times it let go of what it held (its logged ticket changes, the starts of its down
+    intervals)."""
+    rows = [{"origin": str(c["origin"]), "seq": int(c["seq"]), "ticket": int(c["ticket"]),
+             "count": None if c.get("count") is None else int(c["count"]), "t": int(c["t"])} for c in creations]
     if not rows:
         return unknown(NAME, KINDS, NO_EVENTS)
     counts = {k: 0 for k in KINDS}
     cex: Dict[str, List[Dict[str, Any]]] = {k: [] for k in KINDS}
-    for key, how in ((("origin", "seq"), "origin"), (("ticket", "seq"), "ticket")):
+    for first_key, second_key in (("origin", "seq"), ("ticket", "count")):
         named: Dict[Tuple[Any, int], List[Dict[str, Any]]] = {}
         for r in rows:
-            named.setdefault((r[key[0]], r["seq"]), []).append(r)
-        for (first, seq), given in sorted(named.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            if r[second_key] is not None:
+                named.setdefault((r[first_key], r[second_key]), []).append(r)
+        for (first, second), given in sorted(named.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
             if len(given) < 2:
                 continue
             counts["repeated-id"] += len(given) - 1
             if len(cex["repeated-id"]) < MAX_COUNTEREXAMPLES:
-                cex["repeated-id"].append({"name": how, how: first, "seq": seq,
-                                           "creations": [{k: r[k] for k in ("origin", "ticket", "t")}
+                cex["repeated-id"].append({"name": f"({first_key}, {second_key})", first_key: first,
+                                           second_key: second,
+                                           "creations": [{k: r[k] for k in ("origin", "seq", "ticket", "count", "t")}
                                                          for r in sorted(given, key=lambda r: r["t"])]})
     tenures: Dict[int, List[Dict[str, Any]]] = {}
     by_origin_ticket: Dict[Tuple[str, int], List[Dict[str, Any]]] = {}

@@ -34,7 +34,7 @@ its ticket-uniqueness check, and its report section.
 - `ticket_uniqueness`: the check of spark_analysis/checks/tickets.py (Theorem 4.2) over the logged
   ticket changes and the run's down intervals; it is added to the run's checks (`checks` below).
 - `event_identity`: the check of spark_analysis/checks/creators.py over the events' creations: no
-  event name given twice ((origin, seq) or (ticket, seq)), no two origins creating under one
+  event name given twice ((origin, seq) or (ticket, count)), no two origins creating under one
   ticket at once; added to the run's checks as well.
 """
 
@@ -342,12 +342,18 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
 
 
 def _creations(s: pd.DataFrame) -> List[Dict[str, Any]]:
-    """The events' creations: origin, seq, ticket (the send's message_id) and time."""
+    """The events' creations: origin, seq (the creator's own number), ticket, count (t_e[ticket])
+    and time, from the send's message_id, (ticket + 1) × 2^32 + count (agents/causal/causality.py
+    event_id); a log from before that (message_id the bare ticket) gives the ticket and no count."""
     if not len(s) or "message_id" not in s.columns:
         return []
     rows = s[["origin", "seq", "message_id", "t"]].dropna()
-    return [{"origin": o, "seq": int(q), "ticket": int(m), "t": int(t)}
-            for o, q, m, t in rows.itertuples(index=False, name=None)]
+    out = []
+    for o, q, m, t in rows.itertuples(index=False, name=None):
+        m = int(m)
+        ticket, count = ((m >> 32) - 1, m & 0xFFFF_FFFF) if m >= 1 << 32 else (m, None)
+        out.append({"origin": o, "seq": int(q), "ticket": ticket, "count": count, "t": int(t)})
+    return out
 
 
 def _breaks(rows: List[Dict[str, Any]], down: Dict[str, list]) -> Dict[str, List[int]]:
