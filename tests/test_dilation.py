@@ -198,8 +198,11 @@ def test_the_same_scenario_at_k_1_and_k_4_gives_the_same_virtual_time_measures(n
     the sends, the share the link carries and the queueing delay are those of k = 1."""
     import json
 
+    import jsonschema
+
     from spark_analysis.job import analyze
     from testbed.run import Run
+    from testbed.rundir import manifest_schema
     from testbed.scenario import load_scenario
 
     dirs, wall = {}, {}
@@ -234,6 +237,7 @@ def test_the_same_scenario_at_k_1_and_k_4_gives_the_same_virtual_time_measures(n
     # a → b queue dropped what the link could not carry, no more than a's probes that b missed
     for k, r in ((1, one), (4, four)):
         (queue,) = [q for q in wall[k]["cables"]["queues"] if (q["from"], q["to"]) == ("a", "b")]
+        assert list(jsonschema.Draft202012Validator(manifest_schema()).iter_errors(wall[k])) == []
         missed = r["messages"]["PROBE"]["sent"] - r["messages"]["PROBE"]["received"]
         assert 0 < queue["dropped"] <= missed and queue["frames"] >= r["messages"]["PROBE"]["received"], (queue, missed)
         assert r["fidelity"]["shaping"]["dropped"] >= queue["dropped"] and r["fidelity"]["verdict"] == "faithful"
