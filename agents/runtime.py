@@ -18,7 +18,8 @@ agents at the same moment after the warm-up; an agent started mid-run (`--start-
 workload at once, and its role sees `config.late_start`. SIGUSR1 ends the workload: the role's main loop stops (no new messages), while the agent keeps
 receiving, acknowledging and retransmitting, so that the quiet period at the end of a run can
 tell lost messages from late ones. SIGTERM stops the role and the agent within two seconds,
-with the log flushed.
+with the log flushed; a role's stop may return an awaitable (a leave that waits for its answer),
+which the agent awaits, still receiving, for at most STOP_GRACE_S.
 
 An exception a role raises (in its `run`, its message handler, its `stop` or a task it started)
 is logged as an `error` event with its traceback, and the agent goes on: the analysis counts
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import json
 import os
 import random
@@ -37,7 +39,7 @@ import socket
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Awaitable, Dict, List, Optional, Tuple
 
 from . import wire
 from .clock import Clock
@@ -47,6 +49,9 @@ from .wire import Ext, Flags, Header, MessageType
 DEFAULT_PORT = 7777
 #: wall-clock seconds between two `fidelity` events, and between two probes of the loop's lag
 FIDELITY_WINDOW_S = 1.0
+#: how long the agent waits for what its role's stop returned (a leave waiting for its answer),
+#: within the two seconds a SIGTERM gives an agent
+STOP_GRACE_S = 1.5
 LAG_PROBE_S = 0.2
 #: in the node's directory: its current position on a radio segment, replaced atomically by the
 #: testbed at every tick that moves it (testbed.media.radio)
@@ -159,8 +164,9 @@ class Role:
     def on_message(self, header: Header, body: bytes, sender: str) -> None:
         """A whole message arrived (fragments reassembled, duplicates of reliable sends removed)."""
 
-    def stop(self) -> None:
-        """Called on SIGTERM before the log is flushed."""
+    def stop(self) -> Optional[Awaitable[None]]:
+        """Called on SIGTERM before the log is flushed. It may return an awaitable (a leave that
+        waits for an answer): the agent awaits it, still receiving, for at most STOP_GRACE_S."""
 
 
 class _Protocol(asyncio.DatagramProtocol):
@@ -392,7 +398,11 @@ class Agent:
         tasks = [workload, asyncio.ensure_future(self._retransmit_loop()), asyncio.ensure_future(self._housekeeping())]
         await stop.wait()
         try:
-            self.role.stop()
+            leaving = self.role.stop()
+            if inspect.isawaitable(leaving):
+                await asyncio.wait_for(leaving, STOP_GRACE_S)
+        except asyncio.TimeoutError:
+            self.log_error("stop", TimeoutError(f"the role's stop took more than {STOP_GRACE_S:g} s"))
         except Exception as exc:
             self.log_error("stop", exc)
         for task in tasks:

@@ -21,7 +21,8 @@ import math
 import random
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from agents.causal.cluster import COORDINATOR, ClusterMember, Out
+from agents.causal.cluster import COORDINATOR, LEAVING, LEFT, ClusterMember, Out
+from agents.causal.member import LEAVE_WAIT
 
 DELTA = 0.1
 US = 1_000_000          # the observer's time unit: a millionth of a round
@@ -72,11 +73,18 @@ class ClusterNet:
         self.dead.add(name)
         self.down.setdefault(name, self.now)
 
-    def leave(self, name: str) -> None:
-        """The role's stop (A6): the member logs that it left and its process is gone."""
-        self.send(name, self.members[name].leave())
+    def leave(self, name: str, graceful: bool = True) -> None:
+        """The role's stop during the workload: Algorithm 1's leave (cleave), the process gone
+        once its predecessor acknowledged, or after LEAVE_WAIT δ without an answer (then it stops
+        as in A6 and is excluded); `graceful=False`: A6's stop at once."""
+        m = self.members[name]
+        self.send(name, m.cleave() if graceful else m.leave())
         self._collect()
-        self.kill(name)
+        if m.state == LEAVING:
+            self._count += 1
+            heapq.heappush(self.queue, (self.now + LEAVE_WAIT * DELTA, self._count, "", name, "die"))
+        else:
+            self.kill(name)
 
     def isolate(self, name: str) -> None:
         self.cut |= {frozenset((name, x)) for x in self.members if x != name}
@@ -157,6 +165,13 @@ class ClusterNet:
     def _step(self) -> None:
         at, _, sender, to, out = heapq.heappop(self.queue)
         self.now = at
+        if isinstance(out, str) and out == "die":
+            if to not in self.dead:
+                if self.members[to].state == LEAVING:
+                    self.send(to, self.members[to].leave())
+                    self._collect()
+                self.kill(to)
+            return
         if isinstance(out, str) and out == "poll":
             for name in self.members:
                 if name not in self.dead:
@@ -170,6 +185,9 @@ class ClusterNet:
             self.send(to, m.on_status(out[1], out[2], at))
         else:
             self.send(to, m.on_message(sender, out.type, out.payload, at))
+            if m.state == LEFT and out.type == "ACKCLEAVE":   # its leave done, the process stops
+                self._collect()
+                self.kill(to)
         for name in self.members:
             if name not in self.dead:
                 self.send(name, self.members[name].poll(at))

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from agents.causal.cluster import COORDINATOR, DISCONNECTED, ClusterMember
+from agents.causal.cluster import COORDINATOR, DISCONNECTED, LEFT, ClusterMember
 
 from .cluster_net import ClusterNet, shared_tickets
 
@@ -220,6 +220,70 @@ def test_churn_kills_a_leave_a_cut_and_joins_leave_a_working_ring_with_consisten
         assert sorted(net.members[c].cview.values()) == live, (c, net.members[c].cview)
     assert net.members["m2"].state == DISCONNECTED, "the cut-off coordinator let go by itself"
     assert max(net.alive_sent.values()) <= 3
+
+
+RING6 = {0: "m1", 2: "m2", 5: "m3", 8: "m4", 10: "m5", 13: "m6"}
+
+
+def _left_well(net: ClusterNet, leavers, live) -> None:
+    """Each leaver let go, then left with its predecessor's acknowledgement; no exclusion; the
+    live coordinators' views name exactly them, and nobody ever shared a ticket."""
+    assert not net.violations and not shared_tickets(net)
+    assert not [e for e in net.log if e["why"] == "excluded"], "a leave is not an exclusion"
+    for x in leavers:
+        rows = [e["why"] for e in net.log if e["node"] == x]
+        assert rows[-2:] == ["leaving", "left"] and net.members[x].state == LEFT, (x, rows)
+    assert net.coordinators() == live
+    for c in live:
+        assert sorted(net.members[c].cview.values()) == live, (c, net.members[c].cview)
+
+
+@pytest.mark.parametrize("phases", [False, True])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_leave_hands_the_tickets_to_the_predecessor_without_an_exclusion(seed, phases):
+    """Algorithm 1's leave (lines 31-42): m5 (ticket 10) asks its predecessor m6 (13) with
+    CLEAVE; m6 takes 10 and 9 over, acknowledges, tells m4 that it precedes it now (NEWSUCC) and
+    every member that m5 owns nothing (RETRACT). The ring goes on with five coordinators."""
+    net = ClusterNet(list(RING6.values()), 16, k=1, seed=seed, phases=phases)
+    net.bootstrap(RING6)
+    net.run_until(4.5)
+    net.leave("m5")
+    net.run_until(12.0)
+    _left_well(net, ["m5"], ["m1", "m2", "m3", "m4", "m6"])
+    took = [e for e in net.log if e["why"] == "cleave"]
+    assert [(e["node"], e["left"], e["tickets"]) for e in took] == [("m6", "m5", [9, 10])]
+    assert set(net.members["m6"].coordinated()) == {13, 12, 11, 10, 9} and net.members["m6"].succ == "m4"
+    assert net.members["m4"].pred == "m6"
+    leaving = next(e for e in net.log if e["node"] == "m5" and e["why"] == "leaving")
+    assert leaving["t"] <= took[0]["t"] and leaving["ticket"] is None, "let go before the takeover"
+
+
+def test_two_neighbours_leaving_at_once_both_leave_through_the_one_before_them():
+    """m4 and m5 leave together: m4's CLEAVE reaches m5, itself leaving, and is not taken; m6
+    takes m5's tickets, and its NEWSUCC makes m4 ask m6 in turn (line 26), which takes m4's."""
+    net = ClusterNet(list(RING6.values()), 16, k=1, seed=4)
+    net.bootstrap(RING6)
+    net.run_until(4.5)
+    net.leave("m4")
+    net.leave("m5")
+    net.run_until(12.0)
+    _left_well(net, ["m4", "m5"], ["m1", "m2", "m3", "m6"])
+    assert set(net.members["m6"].coordinated()) == set(range(6, 14)) and net.members["m6"].succ == "m3"
+
+
+def test_a_leave_nobody_acknowledges_ends_in_an_exclusion_and_keeps_the_tickets_unique():
+    """m5's link to m6 is cut: its CLEAVE never arrives. Having let go, it stops after LEAVE_WAIT
+    δ, and m6 excludes it when its next UPDATE fails."""
+    net = ClusterNet(list(RING6.values()), 16, k=1, seed=5)
+    net.bootstrap(RING6)
+    net.run_until(4.5)
+    net.cut.add(frozenset(("m5", "m6")))
+    net.leave("m5")
+    net.run_until(14.0)
+    assert not net.violations and not shared_tickets(net)
+    assert [e["why"] for e in net.log if e["node"] == "m5"][-2:] == ["leaving", "leave"]
+    assert [(e["node"], e["excluded"]) for e in net.log if e["why"] == "excluded"] == [("m6", ["m5"])]
+    assert net.coordinators() == ["m1", "m2", "m3", "m4", "m6"]
 
 
 def test_a_retract_drops_the_excluded_owners_everywhere_and_an_owner_of_a_retracted_ticket_lets_go():

@@ -53,9 +53,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-JOINING, COORDINATOR, DISCONNECTED, LEFT = "joining", "coordinator", "disconnected", "left"
+JOINING, COORDINATOR, DISCONNECTED, LEFT, LEAVING = "joining", "coordinator", "disconnected", "left", "leaving"
 MESSAGES = ("CJOIN", "ACKCJOIN", "REJECT", "ALIVE", "UPDATE", "EXCLUDE", "ACKEXCLUDE", "REQCOORD", "ACKCOORD",
-            "ANNOUNCE", "RETRACT")
+            "ANNOUNCE", "RETRACT", "CLEAVE", "ACKCLEAVE", "NEWSUCC")
 
 
 @dataclass
@@ -111,9 +111,11 @@ class ClusterMember:
         self._asked: Optional[str] = None       # the contact of the last CJOIN
         self._join_rounds = 0                   # rounds since it was sent
         self._changes: List[Dict[str, Any]] = []
+        self._left_tickets: List[int] = []      # what a leaver coordinated when it asked to cleave
+        self._left_this_round: Set[str] = set()  # L members that left (CLEAVE) since the last check
         # alive_max_round: the most ALIVE messages sent to others between two rounds (at most 2k+1)
         self.counters = {"alive_sent": 0, "updates": 0, "exclusions": 0, "excluded": 0, "joins_served": 0,
-                         "alive_max_round": 0}
+                         "cleaves_served": 0, "alive_max_round": 0}
         self._alive_round = 0
 
     # -- the ring -------------------------------------------------------------------------------
@@ -200,11 +202,28 @@ class ClusterMember:
         return Out(self._asked, "CJOIN", {})
 
     def leave(self) -> List[Out]:
-        """cleave in the fault-tolerant version (A6): stop; the predecessor excludes us."""
-        if self.state == COORDINATOR:
+        """Stop at once (A6), or give up a cleave nobody acknowledged: the predecessor excludes us."""
+        if self.state in (COORDINATOR, LEAVING):
             self._drop("leave")
         self.state = LEFT
         return []
+
+    def cleave(self) -> List[Out]:
+        """Algorithm 1's failure-free leave (lines 31-33): stop coordinating, and ask the immediate
+        predecessor to take our tickets over (CLEAVE with our successor). We let go of the tickets
+        here, before the predecessor takes them (on CLEAVE), so no two hold them at once; the
+        caller waits for ACKCLEAVE a few message delays and otherwise stops as in `leave` (the
+        predecessor's next UPDATE fails and it excludes us, which is safe as we hold nothing).
+        Without a predecessor or successor of its own (a ring of one), or during an exclusion or
+        a temporary coordination, it is `leave`."""
+        if (self.state != COORDINATOR or self.pred in (None, self.me) or self.succ in (None, self.me)
+                or self._exclusion is not None or self.temp_rounds > 0):
+            return self.leave()
+        self._left_tickets = self.coordinated()
+        self.state = LEAVING
+        self.ticket = None
+        self._changed("leaving", tickets=self._left_tickets)
+        return [Out(self.pred, "CLEAVE", {"r": self.succ, "tickets": self._left_tickets})]
 
     # -- rounds ---------------------------------------------------------------------------------
 
@@ -225,7 +244,8 @@ class ClusterMember:
         if self.state != COORDINATOR:
             self.alive.clear()
             return out
-        heard = self.alive & set(self.L)
+        heard = self.alive & (set(self.L) | self._left_this_round)
+        self._left_this_round = set()
         if not self.first_round and len(heard) < self.k + 1:
             self._drop("too few ALIVE", heard=sorted(heard))
             self.alive.clear()
@@ -414,6 +434,43 @@ class ClusterMember:
         out.append(Out("all", "ANNOUNCE", {"ticket": self.ticket, "owner": self.me}))
         return out
 
+    def _on_cleave(self, sender, payload, now):
+        """Lines 34-38: our immediate successor leaves; unless we are busy with an exclusion or
+        a temporary coordination (then it times out and is excluded), we take its tickets over,
+        acknowledge, tell its successor r that we precede it now (NEWSUCC), and tell every member
+        that it owns nothing any more (RETRACT, as after an exclusion: I12)."""
+        r = payload.get("r")
+        if (self.state != COORDINATOR or sender != self.succ or self._exclusion is not None or self.temp_rounds > 0
+                or (r != self.me and r not in self.cview.values())):
+            return []
+        gone = [t for t, p in self.cview.items() if p == sender]
+        for t in gone:
+            del self.cview[t]
+        self.succ = r
+        if sender in self.L:
+            self._left_this_round.add(sender)
+        self.L = [x for x in self.L if x != sender]
+        self.counters["cleaves_served"] += 1
+        self._changed("cleave", left=sender, tickets=sorted(payload.get("tickets") or gone))
+        out = [Out(sender, "ACKCLEAVE", {}), Out("all", "RETRACT", {"tickets": gone, "owners": [sender], "left": True})]
+        if r != self.me:
+            out.append(Out(r, "NEWSUCC", {}))
+        return out
+
+    def _on_ackcleave(self, sender, payload, now):
+        """Lines 39-42: the predecessor took our tickets over: we are no longer a coordinator."""
+        if self.state == LEAVING:
+            self.state = LEFT
+            self._changed("left", by=sender)
+
+    def _on_newsucc(self, sender, payload, now):
+        """Lines 25-30: a new immediate predecessor; a process leaving itself asks it in turn."""
+        if self.state == LEAVING:
+            return [Out(sender, "CLEAVE", {"r": self.succ, "tickets": self._left_tickets})]
+        if self.state == COORDINATOR:
+            self.pred = sender
+        return []
+
     def _on_reject(self, sender, payload, now):
         if self.state == JOINING:
             self._retry = True        # another coordinator at the next round (A12)
@@ -443,6 +500,11 @@ class ClusterMember:
             # successor was excluded finds out by its own failed UPDATE
             if self.pred in gone:
                 self.pred = (self.predecessors(1) or [None])[0]
+            if payload.get("left"):
+                # a leave (Algorithm 1), not an exclusion: the leaver's ALIVE of this round was
+                # sent before it let go, as a process killed after sending its ALIVE; it still
+                # counts at this round's check, so that a leave costs the check no more than a kill
+                self._left_this_round |= gone & set(self.L)
             self.L = [x for x in self.L if x not in gone]
 
     def _on_exclude(self, sender, payload, now):

@@ -51,7 +51,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Awaitable, Dict, List, Optional, Tuple
 
 from agents import wire
 from agents.roles import MAX_BODY_BYTES, is_number, number_at_least, whole_at_least
@@ -59,7 +59,7 @@ from agents.runtime import Role
 from agents.wire import MessageType
 
 from .causality import RECOVERY, CausalLayer, Event, buffer_size, event_id
-from .cluster import COORDINATOR, JOINING, MESSAGES, ClusterMember, Out
+from .cluster import COORDINATOR, JOINING, LEAVING, MESSAGES, ClusterMember, Out
 from .prcast import PrCast
 
 ROLE_NAME = "causal-member"
@@ -117,15 +117,17 @@ EVENT_FIELDS = {
     "deliver": {"ts": ("array", "the event's vector timestamp, one entry per ticket (causal)"),
                 "ticket": ("integer", "the event's index (causal)"),
                 "how": ("string", "in order, forced (after time_to_recover) or own (causal)")},
-    "state": {"membership": ("string", "joining, coordinator, disconnected or left (causal ticket)"),
+    "state": {"membership": ("string", "joining, coordinator, leaving, disconnected or left (causal ticket)"),
               "ticket": ("integer", "the ticket owned, null for none (causal ticket)"),
               "coordinates": ("array", "the tickets coordinated, own included (causal ticket)"),
               "why": ("string", "what changed the tickets (causal ticket)"),
               "excluded": ("array", "the processes an exclusion removed (causal ticket)"),
               "joiner": ("string", "the process a cjoin was served to (causal ticket)"),
               "given": ("integer", "the ticket a served cjoin gave the joiner (causal ticket)"),
-              "by": ("string", "the excluder whose RETRACT named this process's ticket (causal ticket)"),
-              "tickets": ("array", "the tickets an exclusion took over, E_pq (causal ticket)"),
+              "by": ("string", "the excluder whose RETRACT named this process's ticket, or the predecessor "
+                               "that took a leaver's tickets over (causal ticket)"),
+              "left": ("string", "the successor whose leave (CLEAVE) this process took over (causal ticket)"),
+              "tickets": ("array", "the tickets an exclusion took over, E_pq, or a leave handed over (causal ticket)"),
               "temp_rounds": ("integer", "rounds left as a temporary coordinator (causal ticket)"),
               "heard": ("array", "the L members heard from when too few ALIVEs came (causal ticket)"),
               "acks": ("array", "the ACKCOORDs an exclusion got (causal ticket)"),
@@ -138,6 +140,7 @@ EVENT_FIELDS = {
                  for k, what in (("alive_sent", "ALIVE sends, its own included"), ("updates", "UPDATEs sent"),
                                  ("exclusions", "exclusions it completed"), ("excluded", "processes it excluded"),
                                  ("joins_served", "cjoins it served"),
+                                 ("cleaves_served", "leaves of its successor it took over (Algorithm 1)"),
                                  ("alive_max_round", "most ALIVEs sent to others between two rounds"))},
               "gossip_only_delivered": ("integer", "events the PrCast receive order delivers in optimistic "
                                                    "causal order without the causality layer (causal counters)"),
@@ -228,6 +231,9 @@ def check_structure(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[Tup
     return None
 
 
+
+#: how many message delays (δ) a leaving coordinator waits for ACKCLEAVE before it just stops
+LEAVE_WAIT = 4
 
 #: in the member's directory: the last of its own event numbers, kept across restarts
 MADE_FILE = "causal-made"
@@ -519,10 +525,31 @@ class CausalMember(Role):
                 now = self.agent.clock.time()
                 self._send_cluster(self.cluster.on_message(sender, kind, msg.get("p") or {}, now))
 
-    def stop(self) -> None:
+    def stop(self) -> Optional[Awaitable[None]]:
         if self.cluster is not None and self.cluster.state == COORDINATOR:
+            if self.creating:
+                # stopped during the workload: Algorithm 1's leave, the predecessor taking the
+                # tickets over; after the workload (the run's end) every agent stops: no leave
+                self._send_cluster(self.cluster.cleave())
+                if self.cluster.state == LEAVING:
+                    return self._leaving()
             self.cluster.leave()   # A6: a leaver just stops; its ticket row ends here
             self._sync_ticket()
+        self._last_words()
+        return None
+
+    async def _leaving(self) -> None:
+        """Wait for ACKCLEAVE up to LEAVE_WAIT message delays (it comes within two), then stop;
+        unacknowledged, the leave becomes a plain stop, which the predecessor's exclusion ends."""
+        deadline = self.agent.clock.time() + LEAVE_WAIT * self.delta_s
+        while self.cluster.state == LEAVING and self.agent.clock.time() < deadline:
+            await self.agent.clock.sleep(min(self.delta_s / 10, 0.01))
+        if self.cluster.state == LEAVING:
+            self.cluster.leave()
+        self._sync_ticket()
+        self._last_words()
+
+    def _last_words(self) -> None:
         self._log_drops()
         self.agent.log.write("state", state=COUNTERS_STATE, **{f"causal_{k}": v for k, v in self.causal.counters.items()},
                              **{f"gossip_{k}": v for k, v in self.gossip.counters.items()},

@@ -25,7 +25,8 @@ its ticket-uniqueness check, and its report section.
 - `recovery` (Figure 5(c)): `requests` (events asked for), `messages` (CAUSAL_RECOVER
   transmissions), `recovered` (requested events that arrived), `success_rate` = recovered /
   requests; `replies` (CAUSAL_RECOVERY transmissions).
-- `membership`: MEMBERSHIP transmissions, `exclusions` and `joins` logged, `alive_per_round_max`
+- `membership`: MEMBERSHIP transmissions, `exclusions`, `joins` and `leaves` (Algorithm 1's,
+  acknowledged) logged, `alive_per_round_max`
   (the most ALIVEs a process sent between two of its rounds: at most 2k+1), and per exclusion
   (`exclusion_list`) the fault it answered, the rounds since, E_pq and the distance, a cut-off
   member's own disconnection against Corollary 4.1's bound (`disconnect_within_bound` over all)
@@ -333,6 +334,7 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
                      "success_rate": _share(recovered, requests)},
         "membership": {"messages": sent_of(MessageType.MEMBERSHIP, "transmissions"),
                        "exclusions": int((why == "excluded").sum()), "joins": int((why == "joined").sum()),
+                       "leaves": int((why == "left").sum()),
                        "alive_per_round_max": _max(counters, "cluster_alive_max_round"),
                        "k": _param(manifest, "k"),
                        **exclusion_measures(rows, tickets, down, manifest, _param(manifest, "round_ms"))},
