@@ -132,6 +132,11 @@ def test_reduced_figure_4_messages_grow_with_the_coordinators_not_the_members(re
     # record about twice as long (84 → 164 bytes), on a number of events a message that varies
     assert size["f4-all-30"] > 1.2 * size["f4-all-10"], size
     assert size["f4-u3-30"] < size["f4-all-10"] < size["f4-all-30"], size
+    # per record: 25 bytes, 4 a ticket of the vector, the body; every delivery came by 1-5 hops
+    per = {p: _results(runs[p])["causal"]["record_bytes"] for p in ("f4-all-10", "f4-all-30")}
+    assert per["f4-all-30"] - per["f4-all-10"] == pytest.approx(4 * 20, abs=1), per
+    hops = _results(runs["f4-all-30"])["causal"]["latency"]
+    assert 1 <= hops["median_hops"] <= 5 and 1 <= hops["mean_hops"] <= 5, hops
     created = [e for es in _logs(runs["f4-u3-30"]).values() for e in es
                if e["event"] == "send" and e.get("type") == "CAUSAL_EVENT"]
     assert {e["node"] for e in created} == {"m1", "m2", "m3"}, "the first three members update"
@@ -206,11 +211,11 @@ def test_the_analysis_counts_losses_latency_recovery_and_judges_tickets():
     deliveries = pd.DataFrame({"type": ["CAUSAL_EVENT"] * 4, "node": ["b", "c", "a", "a"],
                                "origin": ["a", "a", "b", "b"], "seq": [1, 1, 1, 1],
                                "t": [100_000_000, 300_000_000, 200_000_000, 250_000_000],
-                               "produced_ns": [0, 0, 0, 0]})
+                               "produced_ns": [0, 0, 0, 0], "hops": [1, 3, 2, None]})
     states = pd.DataFrame([
         {"state": "causal counters", "node": n, "t": 10, "causal_recover_requests": 2 if n == "c" else 0,
          "causal_recovered": 1 if n == "c" else 0, "causal_forced": 0, "causal_obsolete": 0,
-         "gossip_only_delivered": 1, "gossip_only_out_of_order": 1,
+         "gossip_only_delivered": 1, "gossip_only_out_of_order": 1, "gossip_records": 50 if n == "a" else 0,
          "gossip_only_latency_ms": {"a": {"150": 1}, "b": '{"250": 1}', "c": {"99": 1}}[n]} for n in ("a", "b", "c")] + [
         {"state": "causal ticket", "node": "a", "t": 0, "ticket": 0, "coordinates": "[0, 1]", "why": "bootstrap"},
         {"state": "causal ticket", "node": "b", "t": 5_000_000_000, "ticket": 1, "coordinates": "[1]", "why": "joined"}])
@@ -226,7 +231,8 @@ def test_the_analysis_counts_losses_latency_recovery_and_judges_tickets():
     assert gossip["n"] == 3 and gossip["median_ms"] == 150.5 and gossip["median_rounds"] == 1.505
     assert gossip["max_ms"] == 250.5 and "gossip only: first receipt" in causal.html(out)
     assert out["latency"]["n"] == 4 and out["latency"]["median_ms"] == 225 and out["latency"]["median_rounds"] == 2.25
-    assert out["throughput"] == 3 / 3 / 10 and out["message_bytes"] == 100
+    assert out["throughput"] == 3 / 3 / 10 and out["message_bytes"] == 100 and out["record_bytes"] == 4000 / 50
+    assert out["latency"]["median_hops"] == 2 and out["latency"]["mean_hops"] == 2
     assert out["recovery"]["requests"] == 2 and out["recovery"]["success_rate"] == 0.5
     assert out["recovery"]["messages"] == 2
     tickets = out["ticket_uniqueness"]

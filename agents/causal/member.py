@@ -135,7 +135,7 @@ EVENT_FIELDS = {
               **{f"causal_{k}": ("integer", f"the causality layer's {k.replace('_', ' ')} count (causal counters)")
                  for k in ("recover_requests", "recover_messages", "recovered", "forced", "obsolete", "duplicates")},
               **{f"gossip_{k}": ("integer", f"PrCast's {k} count (causal counters)")
-                 for k in ("overflow", "expired", "duplicates", "messages")},
+                 for k in ("overflow", "expired", "duplicates", "messages", "records")},
               **{f"cluster_{k}": ("integer", f"cluster management's {what} (causal counters)")
                  for k, what in (("alive_sent", "ALIVE sends, its own included"), ("updates", "UPDATEs sent"),
                                  ("exclusions", "exclusions it completed"), ("excluded", "processes it excluded"),
@@ -290,6 +290,7 @@ class CausalMember(Role):
         members = lambda: self.members  # noqa: E731
         self.owners: Dict[int, str] = dict(self.ring)   # ticket → the creator of its latest event seen
         self._owner_seq: Dict[int, int] = {}
+        self._hops: Dict[Tuple[int, int], int] = {}   # event → hops of the copy that brought it, until delivered
         self.cluster = ClusterMember(agent.name, self.n, int(p["k"]), delta=self.delta_s, period=self.round_s,
                                      p_exclude=float(p["p_exclude"]), rng=rng) if self.coordinator else None
         self.gossip = PrCast(agent.name, members, fanout=int(p["fanout"]), max_hops=int(p["max_hops"]),
@@ -345,11 +346,12 @@ class CausalMember(Role):
         for e in events:
             self.agent.log.write("deliver", type="CAUSAL_EVENT", origin=e.origin, seq=e.number,
                                  message_id=event_id(e.eid), ticket=e.index, ts=list(e.ts), how=how.get(id(e), "in order"),
-                                 produced_ns=e.created_ns)
+                                 produced_ns=e.created_ns, hops=self._hops.pop(e.eid, None))
         self._log_drops()
 
     def _log_drops(self) -> None:
         for e, reason in self.causal.dropped[self._logged_drops:]:
+            self._hops.pop(e.eid, None)
             self.agent.log.write("drop", reason=reason, origin=e.origin, seq=e.number, message_id=event_id(e.eid),
                                  ticket=e.index)
         self._logged_drops = len(self.causal.dropped)
@@ -496,7 +498,9 @@ class CausalMember(Role):
                 if e.ts[e.index] > self._owner_seq.get(e.index, 0):   # a reused ticket's new owner
                     self.owners[e.index], self._owner_seq[e.index] = e.origin, e.ts[e.index]
                 entries.append((e.eid, e, r.age))
-            for _, e in self.gossip.receive(entries):
+            ages = {eid: age for eid, _, age in reversed(entries)}   # the first copy's, if twice
+            for eid, e in self.gossip.receive(entries):
+                self._hops[eid] = ages[eid]
                 self._gossip_only(e)
                 self._log_delivered(self.causal.receive(e, self.round_no))
         elif header.type == MessageType.CAUSAL_RECOVER:
@@ -508,7 +512,9 @@ class CausalMember(Role):
                                     to=sender, events=1)
         elif header.type == MessageType.CAUSAL_RECOVERY:
             for r in wire.decode_events(body):
-                self._log_delivered(self.causal.on_ack_recover(self._event(r)))
+                e = self._event(r)
+                self._hops.setdefault(e.eid, 1)   # straight from the process that had it
+                self._log_delivered(self.causal.on_ack_recover(e))
         elif header.type == MessageType.MEMBERSHIP:
             msg = wire.read_json_body(body)
             kind, ref = msg.get("m"), msg.get("ref")

@@ -37,7 +37,7 @@ class PrCast:
         self._history: Deque[Hashable] = deque()
         self._seen: Set[Hashable] = set()
         self.history_size = history
-        self.counters = {"overflow": 0, "expired": 0, "duplicates": 0, "messages": 0}
+        self.counters = {"overflow": 0, "expired": 0, "duplicates": 0, "messages": 0, "records": 0}
 
     def view(self) -> List[str]:
         others = [m for m in self.members() if m != self.me]
@@ -85,6 +85,7 @@ class PrCast:
                 self.counters["expired"] += 1
         if targets:
             self.counters["messages"] += len(targets)
+            self.counters["records"] += len(targets) * len(entries)   # event records sent, copies counted
         return targets, entries
 
     def _add(self, eid: Hashable, event: Any, age: int) -> None:

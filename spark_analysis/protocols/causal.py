@@ -21,7 +21,10 @@ its ticket-uniqueness check, and its report section.
 - `gossip_only.latency` (Figure 5(a), gossip alone): the latency of the events the PrCast receive
   order delivers, from creation to first receipt, merged from the members' whole-ms histograms
   (to the millisecond), with `median_rounds`.
-- `message_bytes` (Figure 4's message size): the mean body bytes of a CAUSAL_DATA transmission.
+- `message_bytes` (Figure 4's message size): the mean body bytes of a CAUSAL_DATA transmission;
+  `record_bytes`: those bytes per event record carried (the members count the records they send).
+- `latency.median_hops`, `mean_hops`: hops of the copy each delivery came by (a gossip copy's
+  age, 1 for a recovered one).
 - `recovery` (Figure 5(c)): `requests` (events asked for), `messages` (CAUSAL_RECOVER
   transmissions), `recovered` (requested events that arrived), `success_rate` = recovered /
   requests; `replies` (CAUSAL_RECOVERY transmissions).
@@ -300,6 +303,9 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
     round_ms = _param(manifest, "gossip_round_ms")
     latency["median_rounds"] = (latency["median_ms"] / round_ms if latency.get("median_ms") is not None and round_ms
                                 else None)
+    hops = pd.to_numeric(d["hops"], errors="coerce").dropna() if "hops" in d.columns else pd.Series([], dtype=float)
+    latency["median_hops"] = float(hops.median()) if len(hops) else None
+    latency["mean_hops"] = float(hops.mean()) if len(hops) else None
     duration = (manifest.get("scenario") or {}).get("duration_s")
     count = len(members(manifest))
     only = _sum(counters, "gossip_only_delivered")
@@ -329,6 +335,8 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
         "latency": latency,
         "throughput": delivered / count / float(duration) if count and duration else None,
         "message_bytes": sent_of(MessageType.CAUSAL_DATA, "bytes") / data_tx if data_tx else None,
+        "record_bytes": (sent_of(MessageType.CAUSAL_DATA, "bytes") / records
+                         if (records := _sum(counters, "gossip_records")) else None),
         "recovery": {"requests": requests, "messages": sent_of(MessageType.CAUSAL_RECOVER, "transmissions"),
                      "replies": sent_of(MessageType.CAUSAL_RECOVERY, "transmissions"), "recovered": recovered,
                      "success_rate": _share(recovered, requests)},
