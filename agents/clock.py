@@ -148,6 +148,10 @@ class Clock:
         """Virtual seconds as wall-clock seconds."""
         return seconds * self.dilation
 
+    def virtual(self, wall_seconds: float) -> float:
+        """Wall-clock seconds as virtual seconds."""
+        return wall_seconds / self.dilation
+
     # -- waiting ----------------------------------------------------------------------------------
 
     async def sleep(self, seconds: float, period: Optional[float] = None) -> None:

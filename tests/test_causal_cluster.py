@@ -286,6 +286,34 @@ def test_a_leave_nobody_acknowledges_ends_in_an_exclusion_and_keeps_the_tickets_
     assert net.coordinators() == ["m1", "m2", "m3", "m4", "m6"]
 
 
+def test_the_leavers_tickets_go_to_no_joiner_at_once_and_a_stale_update_failure_starts_no_exclusion():
+    """After m5's CLEAVE, m6 blocks 10 and 9 for LEAVE_BLOCK rounds (a joiner seated there could
+    meet the RETRACT of the leaver after its ACKCJOIN, or count on from a stale view of the
+    ticket); a RETRACT for a leave drops only the leaver named; and the failed status of an
+    UPDATE m6 had sent to m5 before the leave does not make m6 exclude m4, its successor now."""
+    from agents.causal.cluster import LEAVE_BLOCK
+
+    m6 = ClusterMember("m6", 16, 1)
+    m6.bootstrap(RING6)
+    m6.round(1.0)
+    for x in ("m1", "m2"):
+        m6.on_message(x, "ALIVE", {}, 1.1)
+    update = next(o for o in m6.round(2.0) if o.type == "UPDATE")
+    assert update.to == "m5"
+    out = m6.on_message("m5", "CLEAVE", {"r": "m4", "tickets": [10, 9], "blocked": {}}, 2.05)
+    assert [o.type for o in out] == ["ACKCLEAVE", "RETRACT", "NEWSUCC"] and m6.succ == "m4"
+    assert {m6.blocked[t] for t in (9, 10)} == {LEAVE_BLOCK}
+    assert m6.on_status(update.ref, False, 2.1) == [] and m6._exclusion is None, "m5's UPDATE failed, not m4's"
+    m6.on_message("m1", "ALIVE", {}, 2.2)
+    m6.on_message("m2", "ALIVE", {}, 2.2)
+    given = m6.on_message("j", "CJOIN", {}, 2.3)
+    assert all(o.type != "ACKCJOIN" or o.payload["i"] not in (9, 10) for o in given)
+    j = ClusterMember("j", 16, 1)
+    j.bootstrap({10: "j", 13: "m6"})       # as if j held ticket 10 already
+    j.on_message("m6", "RETRACT", {"tickets": [10, 9], "owners": ["m5"], "left": True}, 2.4)
+    assert j.state == COORDINATOR, "a leave's RETRACT names the leaver only"
+
+
 def test_a_retract_drops_the_excluded_owners_everywhere_and_an_owner_of_a_retracted_ticket_lets_go():
     m = ClusterMember("a", 16, 1)
     m.bootstrap({12: "a", 8: "b", 4: "c", 0: "d"})

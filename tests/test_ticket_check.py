@@ -152,3 +152,26 @@ def test_one_creator_at_a_time_is_valid_and_any_overlap_is_caught(plan, data):
     intruder = data.draw(st.sampled_from(others))
     res = check_event_identity(history + [made(intruder, 9, seq + 1, at)], breaks)
     assert res["verdict"] == "invalid" and res["anomalies"]["concurrent-creators"] >= 1, res
+
+
+def test_a_served_cjoin_keeps_the_ticket_so_a_creator_under_it_meanwhile_is_concurrent():
+    """The analysis breaks a creator's tenure where its own ticket changes or it goes down, not
+    at every ticket row it logs: a served cjoin (same ticket) in the middle of a's creations
+    leaves b's creation under a's ticket concurrent with a's."""
+    import pandas as pd
+
+    from spark_analysis.protocols import causal
+
+    s = 1_000_000_000
+    nodes = {n: {"role": "causal-member"} for n in ("a", "b")}
+    manifest = {"t0_ns": 0, "scenario": {"duration_s": 60, "quiet_s": 1}, "topology": {"nodes": nodes}}
+    mid = lambda ticket, count: ((ticket + 1) << 32) | count  # noqa: E731
+    sends = pd.DataFrame({"type": ["CAUSAL_EVENT"] * 5, "origin": ["a", "a", "b", "a", "a"], "seq": [1, 2, 1, 3, 4],
+                          "t": [10 * s, 20 * s, 27 * s, 30 * s, 40 * s], "intended": [[]] * 5,
+                          "message_id": [mid(3, 1), mid(3, 2), mid(3, 9), mid(3, 3), mid(3, 4)]})
+    states = pd.DataFrame([
+        {"state": "causal ticket", "node": "a", "t": 0, "ticket": 3, "coordinates": "[3, 2]", "why": "bootstrap"},
+        {"state": "causal ticket", "node": "a", "t": 25 * s, "ticket": 3, "coordinates": "[3]", "why": "served cjoin"},
+        {"state": "causal ticket", "node": "b", "t": 26 * s, "ticket": 2, "coordinates": "[2]", "why": "joined"}])
+    out = causal.measures(sends, sends.iloc[0:0].assign(node=[], produced_ns=[]), manifest, states)
+    assert out["event_identity"]["anomalies"] == {"repeated-id": 0, "concurrent-creators": 1}

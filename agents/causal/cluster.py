@@ -53,6 +53,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+#: rounds during which a predecessor gives none of the tickets a leaver handed it to a joiner
+LEAVE_BLOCK = 2
+
 JOINING, COORDINATOR, DISCONNECTED, LEFT, LEAVING = "joining", "coordinator", "disconnected", "left", "leaving"
 MESSAGES = ("CJOIN", "ACKCJOIN", "REJECT", "ALIVE", "UPDATE", "EXCLUDE", "ACKEXCLUDE", "REQCOORD", "ACKCOORD",
             "ANNOUNCE", "RETRACT", "CLEAVE", "ACKCLEAVE", "NEWSUCC")
@@ -223,7 +226,11 @@ class ClusterMember:
         self.state = LEAVING
         self.ticket = None
         self._changed("leaving", tickets=self._left_tickets)
-        return [Out(self.pred, "CLEAVE", {"r": self.succ, "tickets": self._left_tickets})]
+        return [self._cleave_request()]
+
+    def _cleave_request(self) -> Out:
+        blocked = {str(t): n for t, n in self.blocked.items() if t in self._left_tickets}
+        return Out(self.pred, "CLEAVE", {"r": self.succ, "tickets": self._left_tickets, "blocked": blocked})
 
     # -- rounds ---------------------------------------------------------------------------------
 
@@ -263,7 +270,7 @@ class ClusterMember:
         if self.quiet_rounds == 0:
             if self.succ is not None and self.succ != self.me and self._exclusion is None:
                 r = self._r_set()
-                out.append(self._status_send(self.succ, "UPDATE", {"R": r}, ("update", r)))
+                out.append(self._status_send(self.succ, "UPDATE", {"R": r}, ("update", r, self.succ)))
                 self.counters["updates"] += 1
         else:
             self.quiet_rounds -= 1
@@ -284,10 +291,14 @@ class ClusterMember:
         what = self._pending.pop(ref, None)
         if what is None or self.state != COORDINATOR:
             return []
-        kind, data = what
+        kind, data = what[0], what[1]
         if kind in ("update", "ackcjoin"):
             if ok:
                 self.R = data
+                return []
+            if len(what) > 2 and what[2] != self.succ:
+                # sent to the successor of then (which has left through us since, or was
+                # replaced by a joiner): its failure says nothing of the successor of now
                 return []
             if self.rng.random() < self.p_exclude:
                 return self._exclude_start(now)
@@ -414,7 +425,7 @@ class ClusterMember:
         self.counters["joins_served"] += 1
         self._changed("served cjoin", joiner=sender, given=t)
         return [self._status_send(sender, "ACKCJOIN", {"L": r, "i": t, "j": j, "cview": dict(self.cview)},
-                                  ("ackcjoin", r))]
+                                  ("ackcjoin", r, sender))]
 
     def _on_ackcjoin(self, sender, payload, now):
         if self.state != JOINING:
@@ -446,6 +457,14 @@ class ClusterMember:
         gone = [t for t, p in self.cview.items() if p == sender]
         for t in gone:
             del self.cview[t]
+        # the leaver's tickets go to no joiner for LEAVE_BLOCK rounds (A17: the RETRACT reaches
+        # every member first, and the leaver's last events their PrCast period), nor before the
+        # blocks the leaver itself had on them end
+        handed = set(gone) | {int(t) for t in payload.get("tickets") or ()}
+        for t in handed:
+            self.blocked[t] = max(self.blocked.get(t, 0), LEAVE_BLOCK)
+        for t, n in (payload.get("blocked") or {}).items():
+            self.blocked[int(t)] = max(self.blocked.get(int(t), 0), int(n))
         self.succ = r
         if sender in self.L:
             self._left_this_round.add(sender)
@@ -466,7 +485,8 @@ class ClusterMember:
     def _on_newsucc(self, sender, payload, now):
         """Lines 25-30: a new immediate predecessor; a process leaving itself asks it in turn."""
         if self.state == LEAVING:
-            return [Out(sender, "CLEAVE", {"r": self.succ, "tickets": self._left_tickets})]
+            self.pred = sender
+            return [self._cleave_request()]
         if self.state == COORDINATOR:
             self.pred = sender
         return []
@@ -489,8 +509,11 @@ class ClusterMember:
         Cview, so that ALIVEs, R and L stop naming them and the UPDATE of the excluder, now the
         closest predecessor of its new successor, is taken."""
         gone = set(payload.get("owners") or ())
-        if self.state == COORDINATOR and self.ticket in (payload.get("tickets") or ()):
-            self._drop("excluded elsewhere", by=sender)   # excluded while still running: let go
+        if (self.state == COORDINATOR and self.ticket in (payload.get("tickets") or ())
+                and (not payload.get("left") or self.me in gone)):
+            # excluded while still running: let go (a leave's RETRACT names only the leaver: a
+            # process that took one of its tickets since is not the one leaving)
+            self._drop("excluded elsewhere", by=sender)
             return
         for t in payload.get("tickets") or ():
             if self.cview.get(t) in gone:

@@ -232,8 +232,10 @@ def check_structure(nodes: Dict[str, Dict[str, Any]], name: str) -> Optional[Tup
 
 
 
-#: how many message delays (δ) a leaving coordinator waits for ACKCLEAVE before it just stops
+#: how many message delays (δ) a leaving coordinator waits for ACKCLEAVE before it just stops,
+#: and at most how many seconds of the wall clock (within the agent's STOP_GRACE_S for a stop)
 LEAVE_WAIT = 4
+LEAVE_WALL_S = 1.0
 
 #: in the member's directory: the last of its own event numbers, kept across restarts
 MADE_FILE = "causal-made"
@@ -500,7 +502,8 @@ class CausalMember(Role):
                 entries.append((e.eid, e, r.age))
             ages = {eid: age for eid, _, age in reversed(entries)}   # the first copy's, if twice
             for eid, e in self.gossip.receive(entries):
-                self._hops[eid] = ages[eid]
+                if not self.causal.done(e):   # a late copy of an event delivered already: no hops to keep
+                    self._hops[eid] = ages[eid]
                 self._gossip_only(e)
                 self._log_delivered(self.causal.receive(e, self.round_no))
         elif header.type == MessageType.CAUSAL_RECOVER:
@@ -545,15 +548,21 @@ class CausalMember(Role):
         return None
 
     async def _leaving(self) -> None:
-        """Wait for ACKCLEAVE up to LEAVE_WAIT message delays (it comes within two), then stop;
-        unacknowledged, the leave becomes a plain stop, which the predecessor's exclusion ends."""
-        deadline = self.agent.clock.time() + LEAVE_WAIT * self.delta_s
-        while self.cluster.state == LEAVING and self.agent.clock.time() < deadline:
-            await self.agent.clock.sleep(min(self.delta_s / 10, 0.01))
-        if self.cluster.state == LEAVING:
-            self.cluster.leave()
-        self._sync_ticket()
-        self._last_words()
+        """Wait for ACKCLEAVE up to LEAVE_WAIT message delays (it comes within two), and never
+        past a second of the wall clock (the agent waits STOP_GRACE_S for a stop), then stop;
+        unacknowledged, the leave becomes a plain stop, which the predecessor's exclusion ends.
+        The last rows are written however the wait ends."""
+        clock = self.agent.clock
+        budget = min(LEAVE_WAIT * self.delta_s, clock.virtual(LEAVE_WALL_S))
+        deadline = clock.time() + budget
+        try:
+            while self.cluster.state == LEAVING and clock.time() < deadline:
+                await clock.sleep(min(self.delta_s / 10, 0.01))
+        finally:
+            if self.cluster.state == LEAVING:
+                self.cluster.leave()
+            self._sync_ticket()
+            self._last_words()
 
     def _last_words(self) -> None:
         self._log_drops()

@@ -95,6 +95,18 @@ def _sum(states: pd.DataFrame, column: str) -> Optional[int]:
     return int(pd.to_numeric(states[column], errors="coerce").fillna(0).sum())
 
 
+def _record_bytes(sent: pd.DataFrame, counters: pd.DataFrame) -> Optional[float]:
+    """Gossip body bytes per event record, over the members that counted the records they sent
+    (a killed one logs no counters: its bytes are left out with its records)."""
+    if "gossip_records" not in counters.columns or not len(counters):
+        return None
+    records = pd.to_numeric(counters["gossip_records"], errors="coerce")
+    counted = set(counters.loc[records.notna(), "node"])
+    data = sent[(sent["type"] == MessageType.CAUSAL_DATA.name) & sent["node"].isin(counted)]
+    total = int(records.fillna(0).sum())
+    return float(data["bytes"].sum()) / total if total else None
+
+
 def _histogram_stats(states: pd.DataFrame, column: str) -> Optional[Dict[str, object]]:
     """stats_ms of the members' whole-millisecond histograms ({ms: events}, a dict or its JSON)
     merged, each value taken at the middle of its millisecond; None when no member logged one."""
@@ -335,8 +347,7 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
         "latency": latency,
         "throughput": delivered / count / float(duration) if count and duration else None,
         "message_bytes": sent_of(MessageType.CAUSAL_DATA, "bytes") / data_tx if data_tx else None,
-        "record_bytes": (sent_of(MessageType.CAUSAL_DATA, "bytes") / records
-                         if (records := _sum(counters, "gossip_records")) else None),
+        "record_bytes": _record_bytes(sent, counters),
         "recovery": {"requests": requests, "messages": sent_of(MessageType.CAUSAL_RECOVER, "transmissions"),
                      "replies": sent_of(MessageType.CAUSAL_RECOVERY, "transmissions"), "recovered": recovered,
                      "success_rate": _share(recovered, requests)},
@@ -367,10 +378,15 @@ def _creations(s: pd.DataFrame) -> List[Dict[str, Any]]:
 
 
 def _breaks(rows: List[Dict[str, Any]], down: Dict[str, list]) -> Dict[str, List[int]]:
-    """Per node, when it let go of what it held: each ticket change it logged, each time it went down."""
+    """Per node, when it let go of the ticket it owned: each logged change to another ticket or
+    to none (not a served cjoin or a takeover, which keep it), and each time it went down."""
     out: Dict[str, List[int]] = {}
-    for r in rows:
-        out.setdefault(r["node"], []).append(int(r["t"]))
+    last: Dict[str, Any] = {}
+    for r in sorted(rows, key=lambda r: r["t"]):
+        node = r["node"]
+        if node in last and r["ticket"] != last[node]:
+            out.setdefault(node, []).append(int(r["t"]))
+        last[node] = r["ticket"]
     for node, spans in down.items():
         out.setdefault(node, []).extend(int(a) for a, _ in spans)
     return out
