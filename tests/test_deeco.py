@@ -324,8 +324,9 @@ def test_real_use_case_node_9_gets_node_1s_knowledge_by_pulling_every_two_period
         if name == "n1":
             continue
         pubs = [e["t"] for e in run.events(name, "send", type="GOSSIP_KNOWLEDGE") if e["hops"] == 0]
-        # Rule 9: every R_K from the node's start, to the end of the run
-        assert len(pubs) == math.floor((DURATION - pubs[0]) / R) + 1 and pubs[0] < R + 0.5, (name, pubs)
+        # Rule 9: every R_K from the node's start to the end of the workload (one may come as the
+        # end signal travels: the count is not asserted, none missing is)
+        assert pubs[0] < R + 0.5 and pubs[-1] >= DURATION - R - 0.5, (name, pubs)
         assert all(abs(b - a - R) < 0.2 for a, b in zip(pubs, pubs[1:])), pubs
 
 
