@@ -296,7 +296,7 @@ class ClusterMember:
             if ok:
                 self.R = data
                 return []
-            if len(what) > 2 and what[2] != self.succ:
+            if what[2] != self.succ:
                 # sent to the successor of then (which has left through us since, or was
                 # replaced by a joiner): its failure says nothing of the successor of now
                 return []
@@ -455,8 +455,7 @@ class ClusterMember:
                 or (r != self.me and r not in self.cview.values())):
             return []
         gone = [t for t, p in self.cview.items() if p == sender]
-        for t in gone:
-            del self.cview[t]
+        self._forget({sender}, gone, left=True)
         # the leaver's tickets go to no joiner for LEAVE_BLOCK rounds (A17: the RETRACT reaches
         # every member first, and the leaver's last events their PrCast period), nor before the
         # blocks the leaver itself had on them end
@@ -466,9 +465,6 @@ class ClusterMember:
         for t, n in (payload.get("blocked") or {}).items():
             self.blocked[int(t)] = max(self.blocked.get(int(t), 0), int(n))
         self.succ = r
-        if sender in self.L:
-            self._left_this_round.add(sender)
-        self.L = [x for x in self.L if x != sender]
         self.counters["cleaves_served"] += 1
         self._changed("cleave", left=sender, tickets=sorted(payload.get("tickets") or gone))
         out = [Out(sender, "ACKCLEAVE", {}), Out("all", "RETRACT", {"tickets": gone, "owners": [sender], "left": True})]
@@ -484,12 +480,9 @@ class ClusterMember:
 
     def _on_newsucc(self, sender, payload, now):
         """Lines 25-30: a new immediate predecessor; a process leaving itself asks it in turn."""
-        if self.state == LEAVING:
+        if self.state in (COORDINATOR, LEAVING):
             self.pred = sender
-            return [self._cleave_request()]
-        if self.state == COORDINATOR:
-            self.pred = sender
-        return []
+        return [self._cleave_request()] if self.state == LEAVING else []
 
     def _on_reject(self, sender, payload, now):
         if self.state == JOINING:
@@ -515,20 +508,25 @@ class ClusterMember:
             # process that took one of its tickets since is not the one leaving)
             self._drop("excluded elsewhere", by=sender)
             return
-        for t in payload.get("tickets") or ():
-            if self.cview.get(t) in gone:
+        self._forget(gone, payload.get("tickets") or (), left=bool(payload.get("left")))
+
+    def _forget(self, owners: Set[str], tickets, left: bool) -> None:
+        """Drop the gone `owners` of these tickets from Cview, and from the predecessor and L.
+        The successor stays: only the excluder's (or the leaver's predecessor's) changes what it
+        coordinates; another whose successor went finds out by its own failed UPDATE."""
+        for t in tickets:
+            if self.cview.get(t) in owners:
                 del self.cview[t]
-        if self.state == COORDINATOR:
-            # the successor stays: only the excluder's changes what it coordinates; another whose
-            # successor was excluded finds out by its own failed UPDATE
-            if self.pred in gone:
-                self.pred = (self.predecessors(1) or [None])[0]
-            if payload.get("left"):
-                # a leave (Algorithm 1), not an exclusion: the leaver's ALIVE of this round was
-                # sent before it let go, as a process killed after sending its ALIVE; it still
-                # counts at this round's check, so that a leave costs the check no more than a kill
-                self._left_this_round |= gone & set(self.L)
-            self.L = [x for x in self.L if x not in gone]
+        if self.state != COORDINATOR:
+            return
+        if self.pred in owners:
+            self.pred = (self.predecessors(1) or [None])[0]
+        if left:
+            # a leave (Algorithm 1), not an exclusion: the leaver's ALIVE of this round was sent
+            # before it let go, as a process killed after sending its ALIVE; it still counts at
+            # this round's check, so that a leave costs the check no more than a kill
+            self._left_this_round |= owners & set(self.L)
+        self.L = [x for x in self.L if x not in owners]
 
     def _on_exclude(self, sender, payload, now):
         if self.state == COORDINATOR:

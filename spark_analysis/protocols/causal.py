@@ -124,8 +124,8 @@ def _histogram_stats(states: pd.DataFrame, column: str) -> Optional[Dict[str, ob
             merged[int(ms)] = merged.get(int(ms), 0) + int(n)
     if not seen:
         return None
-    ms = np.array(sorted(merged), dtype=np.float64)
-    return stats_ms(np.repeat((ms + 0.5) * 1e6, [merged[int(m)] for m in ms]))
+    ms = sorted(merged)
+    return stats_ms(np.repeat((np.array(ms, dtype=np.float64) + 0.5) * 1e6, [merged[m] for m in ms]))
 
 
 def _rounds(stats: Optional[Dict[str, object]], round_ms: Optional[float]) -> Optional[Dict[str, object]]:
@@ -232,16 +232,15 @@ def exclusion_measures(rows: List[Dict[str, Any]], tickets: pd.DataFrame, down: 
         # each excluded process's own ticket when it was cut off or went down, so its place among
         # the processes of E_pq: Corollary 4.1 bounds the i-th successor of p in E_pq by i rounds
         # (i counts processes, not tickets: the free tickets they coordinate are not successors)
+        cut_at = {x: max((f for f in faults.get(x, ()) if f <= t), default=t) for x in excluded}
         owned: Dict[str, int] = {}
         for x in excluded:
-            cut_at = max((f for f in faults.get(x, ()) if f <= t), default=t)
-            before = [q for q in by_node.get(x, ()) if q["t"] <= cut_at and q.get("ticket") is not None]
+            before = [q for q in by_node.get(x, ()) if q["t"] <= cut_at[x] and q.get("ticket") is not None]
             if before and before[-1]["ticket"] in e_tickets:
                 owned[x] = before[-1]["ticket"]
         for x in excluded:
             if not _up_throughout(x, t, t + 1, down):
                 continue   # down already: it holds nothing
-            cut_at = max((f for f in faults.get(x, ()) if f <= t), default=t)
             own = owned.get(x)
             rank = (1 + sum(e_tickets.index(o) < e_tickets.index(own) for y, o in owned.items() if y != x)
                     if own is not None else None)
@@ -251,7 +250,7 @@ def exclusion_measures(rows: List[Dict[str, Any]], tickets: pd.DataFrame, down: 
             reading = (None if rank is None or delta_rounds is None
                        else round(rank + 1 + (2 * rank - 1) * delta_rounds, 6))
             # it may notice before its excluder does (a negative count: it let go first)
-            gone = next((q for q in by_node.get(x, ()) if q["t"] >= cut_at and q.get("ticket") is None), None)
+            gone = next((q for q in by_node.get(x, ()) if q["t"] >= cut_at[x] and q.get("ticket") is None), None)
             after = None if gone is None else (int(gone["t"]) - t) / rnd
             entry["disconnected"][x] = {"after_rounds": after, "bound_rounds": bound,
                                         "within": after is not None and bound is not None and after <= bound,
