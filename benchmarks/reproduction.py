@@ -286,15 +286,35 @@ CAUSAL_COLUMNS = {
     "fig5": [("gossip_lost", "lost, gossip only", "pct"), ("lost", "lost, two-layer", "pct"),
              ("forced", "forced", "num"), ("latency_ms", "median latency (ms)", "num"),
              ("latency_rounds", "(rounds)", "num"), ("latency_p95_ms", "p95 latency (ms)", "num"),
+             ("gossip_latency_ms", "gossip only: median latency (ms)", "num"),
              ("recovery_requests", "recovery requests", "num"), ("recovery_success", "recovered", "pct")],
     "fig4": [("throughput", "throughput (events / member / s)", "num"), ("latency_ms", "median latency (ms)", "num"),
-             ("latency_rounds", "(rounds)", "num"), ("latency_p95_ms", "p95 latency (ms)", "num"),
-             ("message_bytes", "message size (bytes)", "num"), ("lost", "lost", "pct")],
+             ("latency_rounds", "(rounds)", "num"), ("latency_hops", "(mean hops)", "num"),
+             ("latency_p95_ms", "p95 latency (ms)", "num"), ("message_bytes", "message size (bytes)", "num"),
+             ("record_bytes", "bytes per event record", "num"), ("lost", "lost", "pct"),
+             ("gossip_delivery", "gossip messages received", "pct")],
 }
+#: the tables that also count each point's runs the fidelity monitor called faithful
+CAUSAL_FIDELITY = ("fig4", "fig5")
 
 
 def _ours_column(points: Dict[str, Any], measure: str, style: str, seeds: int) -> Callable[[str], str]:
     return lambda pid: ours(points[pid].get(measure), style, seeds)
+
+
+def measures_of(exp: Dict[str, Any]) -> set:
+    """The measures an experiment's stored points carry (older results lack the newer ones)."""
+    return {m for point in exp["points"].values() for m in point}
+
+
+def _faithful_column(runs: List[Dict[str, Any]]) -> Callable[[str], str]:
+    """Each point's runs the fidelity monitor called faithful, of those it judged ("–" when the
+    runs predate it)."""
+    def cell(pid: str) -> str:
+        verdicts = [r.get("fidelity") for r in runs if r.get("point") == pid]
+        judged = [v for v in verdicts if v in ("faithful", "degraded", "unfaithful")]
+        return f"{judged.count('faithful')} of {len(judged)}" if judged else "–"
+    return cell
 
 
 def _point_key(point: str):
@@ -315,7 +335,10 @@ def causal_table(name: str) -> Callable[[], str]:
         p = exp["points"]
         measures = [m for m, _, _ in CAUSAL_COLUMNS[name]]
         n = majority_seeds(exp, measures)
-        columns: List[Column] = [(h, _ours_column(p, m, style, n)) for m, h, style in CAUSAL_COLUMNS[name]]
+        columns: List[Column] = [(h, _ours_column(p, m, style, n)) for m, h, style in CAUSAL_COLUMNS[name]
+                                 if m in measures_of(exp)]
+        if name in CAUSAL_FIDELITY and any(r.get("fidelity") for r in exp["runs"]):
+            columns.append(("runs faithful", _faithful_column(exp["runs"])))
         return seeds_line(exp, measures) + "\n\n" + table(sorted(p, key=_point_key), columns, "point")
     return make
 

@@ -24,8 +24,11 @@ below is the fault-tolerance k (k_ft: 2k+1 neighbours, a k+1 quorum), not the R4
   coordinates t down to j+1, takes L := R, and announces its ticket (`announce` messages, which
   the role disseminates to every member: "it also PrCasts that it became a coordinator").
   Otherwise REJECT; a rejected joiner asks another of its contacts at its next round (A12).
-- Leaving (A6): the fault-tolerant version has no CLEAVE: a leaver stops, and its predecessor's
-  failed UPDATE excludes it.
+- Leaving (`cleave`, Algorithm 1 inside the fault-tolerant cluster, reading I11): the leaver lets
+  go of its tickets, then sends CLEAVE to its immediate predecessor, which takes them over, makes
+  the leaver's successor its own (NEWSUCC), answers ACKCLEAVE and RETRACTs the leaver everywhere;
+  the tickets go to no joiner for LEAVE_BLOCK rounds. A leaver whose predecessor does not answer
+  stops as in A6, and that predecessor's failed UPDATE excludes it (it holds nothing by then).
 - UPDATE is taken from the closest predecessor in Cview, which becomes ImmedPred (A9).
 - Exclusion (Algorithm 4): p tries successive successors q in Cview with EXCLUDE (status) until
   one answers; q replies ACKEXCLUDE(L_q); p asks REQCOORD(E_pq) of every process in L_q ∩ R_p,
