@@ -1,4 +1,4 @@
-"""The DEECo gossip thesis's experiments (Kroupa, chapter 7) at this machine's scale: the
+"""The DEECo gossip thesis's experiments (Kováč, chapter 7) at this machine's scale: the
 experiment files experiments/deeco/manet-p.yaml (Table 5, Figures 28-30: P = 0.0-1.0 with and
 without the communication boundary, 60 random-waypoint radio nodes for 5 minutes, 22 runs),
 manet-p-sparse.yaml (the same sweep at 7 values of P with a radio reach of about 100 m, the

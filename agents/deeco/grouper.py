@@ -1,4 +1,4 @@
-"""The `deeco-grouper` role: a DEECo node that also runs the grouper service (Kroupa's thesis,
+"""The `deeco-grouper` role: a DEECo node that also runs the grouper service (Kováč's thesis,
 /work/shared/papers/deeco-gossip-manet.txt, sections 5.2.4 and 6.3, Rules 15-17).
 
 The partition function Part is the knowledge's group (`grp`, a node's `group` parameter). The

@@ -1,5 +1,5 @@
 """The `deeco-node` role: a DEECo node and the components it hosts, disseminating their knowledge by
-gossip (Kroupa, "DEECo gossip", /work/shared/papers/deeco-gossip-manet.txt, chapter 5).
+gossip (Kováč, "Optimization of DEECo gossip-based communication", /work/shared/papers/deeco-gossip-manet.txt, chapter 5).
 
 Knowledge. The node hosts `components` components (one by default, named after the node; more are
 named <node>.1, <node>.2, ...). A component's knowledge is a GOSSIP_KNOWLEDGE message whose body is

@@ -1,4 +1,4 @@
-"""The DEECo analysis (a protocol analysis, spark_analysis.protocols): the measures Kroupa's thesis
+"""The DEECo analysis (a protocol analysis, spark_analysis.protocols): the measures Kováč's thesis
 reports on DEECo gossip (/work/shared/papers/deeco-gossip-manet.txt, chapter 7) for a run of the
 `deeco-node` and `deeco-grouper` roles (agents/deeco/), and its report section.
 
