@@ -350,10 +350,14 @@ def _run_column(measure: str, style: str) -> Callable[[Dict[str, Any]], str]:
 
 def causal_churn() -> str:
     exp = load("causal")["churn"]
-    columns = [("shared_tickets", "shared tickets (Theorem 4.2)", "num"), ("exclusions", "exclusions", "num"),
-               ("joins", "joins", "num"), ("exclusion_rounds", "fault to exclusion, largest (rounds)", "num"),
-               ("disconnect_ok", "cut-off within Corollary 4.1's bound", "num"),
+    columns = [("shared_tickets", "shared tickets (Theorem 4.2)", "num"),
+               ("repeated_ids", "event names given twice", "num"), ("exclusions", "exclusions", "num"),
+               ("leaves", "leaves (Algorithm 1)", "num"), ("joins", "joins", "num"),
+               ("exclusion_rounds", "fault to exclusion, largest (rounds)", "num"),
+               ("disconnect_paper", "cut-off within Corollary 4.1's i rounds", "num"),
+               ("disconnect_ok", "within i + 1 rounds and (2i − 1)δ", "num"),
                ("alive_max", "most ALIVEs a round (2k+1 = 3)", "num"), ("lost", "lost", "pct")]
+    columns = [c for c in columns if c[0] in measures_of(exp)]
     runs = sorted(exp["runs"], key=lambda r: r["seed"])
     n = majority_seeds(exp, [m for m, _, _ in columns])
     per_run: List[Column] = [(h, _run_column(m, style)) for m, h, style in columns]
