@@ -85,7 +85,8 @@ def rejudge(entry: Dict, file: str) -> Dict:
 
 def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]]], prefix: str, results: str,
          default: str, argv: Optional[List[str]] = None) -> int:
-    """The command line of a benchmark script: --set NAME|all, --seeds N, --no-run. `files` maps a
+    """The command line of a benchmark script: --set NAME|all, --seeds N, --no-run, --accept-code-changes,
+    --rejudge. `files` maps a
     set name to its experiment file (relative to the repository), or to the file and further
     `testbed experiment` arguments (a set that runs a file's scenarios with an override, say),
     `prefix` names the experiment directories (runs/experiments/<prefix>-<name>), `results` the
@@ -94,6 +95,9 @@ def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]
     parser.add_argument("--set", choices=[*files, "all"], default=default)
     parser.add_argument("--seeds", type=int, help="seeds per point (default: the files')")
     parser.add_argument("--no-run", action="store_true", help="gather what the experiment directories hold")
+    parser.add_argument("--accept-code-changes", action="store_true",
+                        help="keep complete runs made by other code (testbed experiment's flag): for a set "
+                             "run across several code versions, or gathered with --no-run after the code moved")
     parser.add_argument("--rejudge", action="store_true",
                         help="judge the stored runs of every set in the results file again (no runs, no Spark)")
     args = parser.parse_args(argv)
@@ -122,6 +126,8 @@ def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]
             command += ["--seeds", str(args.seeds)]
         if args.no_run:
             command += ["--no-run"]
+        if args.accept_code_changes:
+            command += ["--accept-code-changes"]
         subprocess.run(command, check=True, cwd=ROOT)
         result["experiments"][name] = gather(out, file)
         for s in result["experiments"][name]["shapes"]:
