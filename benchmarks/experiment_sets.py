@@ -86,9 +86,8 @@ def rejudge(entry: Dict, file: str) -> Dict:
 def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]]], prefix: str, results: str,
          default: str, argv: Optional[List[str]] = None) -> int:
     """The command line of a benchmark script: --set NAME|all, --seeds N, --no-run, --accept-code-changes,
-    --rejudge. `files` maps a
-    set name to its experiment file (relative to the repository), or to the file and further
-    `testbed experiment` arguments (a set that runs a file's scenarios with an override, say),
+    --rejudge. `files` maps a set name to its experiment file (relative to the repository), or to
+    the file and further `testbed experiment` arguments (a set that runs a file's scenarios with an override, say),
     `prefix` names the experiment directories (runs/experiments/<prefix>-<name>), `results` the
     JSON file's name."""
     parser = argparse.ArgumentParser(description=description)
