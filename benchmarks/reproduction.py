@@ -295,8 +295,6 @@ CAUSAL_COLUMNS = {
              ("record_bytes", "bytes per event record", "num"), ("lost", "lost", "pct"),
              ("gossip_delivery", "gossip messages received", "pct")],
 }
-#: the tables that also count each point's runs the fidelity monitor called faithful
-CAUSAL_FIDELITY = ("fig4", "fig5")
 
 
 def _ours_column(points: Dict[str, Any], measure: str, style: str, seeds: int) -> Callable[[str], str]:
@@ -311,9 +309,10 @@ def measures_of(exp: Dict[str, Any]) -> set:
 def _faithful_column(runs: List[Dict[str, Any]]) -> Callable[[str], str]:
     """Each point's runs the fidelity monitor called faithful, of those it judged ("–" when the
     runs predate it)."""
+    from spark_analysis.fidelity import VERDICTS
+
     def cell(pid: str) -> str:
-        verdicts = [r.get("fidelity") for r in runs if r.get("point") == pid]
-        judged = [v for v in verdicts if v in ("faithful", "degraded", "unfaithful")]
+        judged = [r["fidelity"] for r in runs if r.get("point") == pid and r.get("fidelity") in VERDICTS]
         return f"{judged.count('faithful')} of {len(judged)}" if judged else "–"
     return cell
 
@@ -336,9 +335,10 @@ def causal_table(name: str) -> Callable[[], str]:
         p = exp["points"]
         measures = [m for m, _, _ in CAUSAL_COLUMNS[name]]
         n = majority_seeds(exp, measures)
+        stored = measures_of(exp)
         columns: List[Column] = [(h, _ours_column(p, m, style, n)) for m, h, style in CAUSAL_COLUMNS[name]
-                                 if m in measures_of(exp)]
-        if name in CAUSAL_FIDELITY and any(r.get("fidelity") for r in exp["runs"]):
+                                 if m in stored]
+        if any(r.get("fidelity") for r in exp["runs"]):   # runs from before the monitor have none
             columns.append(("runs faithful", _faithful_column(exp["runs"])))
         return seeds_line(exp, measures) + "\n\n" + table(sorted(p, key=_point_key), columns, "point")
     return make
