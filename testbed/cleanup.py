@@ -318,7 +318,7 @@ def live_owners() -> List[str]:
     try:
         client = dockerd.client(timeout=30)
         owners += [f"running container {c.name} (lab {c.labels.get(LABEL_LAB)})"
-                   for c in client.containers.list(filters={"label": container_filter()})]
+                   for c in client.containers.list(filters={"label": container_filter()}, ignore_removed=True)]
     except dockerd.EngineUnavailable:
         pass
     return owners

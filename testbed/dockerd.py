@@ -47,8 +47,11 @@ def version(timeout: int = 5) -> Dict[str, str]:
 
 
 def lab_containers(docker_client, lab: Optional[str] = None) -> List[str]:
-    """Ids of one lab's containers, or of every lab's, running or not."""
-    return [c.id for c in docker_client.containers.list(all=True, filters={"label": container_filter(lab)})]
+    """Ids of one lab's containers, or of every lab's, running or not. Sparse: the list is not
+    followed by an inspection of each container, which raises NotFound for one removed in between
+    (a lab tearing down beside `testbed clean`)."""
+    found = docker_client.containers.list(all=True, sparse=True, filters={"label": container_filter(lab)})
+    return [c.id for c in found]
 
 
 #: passes over the containers a removal did not finish: the engine sometimes stalls past the

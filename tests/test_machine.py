@@ -91,3 +91,23 @@ def test_a_removal_the_engine_does_not_answer_in_time_is_tried_again():
     with pytest.raises(requests.exceptions.ReadTimeout):
         remove_containers(stuck, ["a", "b"])
     assert stuck.api.removed == ["b"] and stuck.api.calls == 2 + 1 + 1
+
+
+def test_a_container_removed_while_the_lab_is_listed_is_not_an_error(machine, monkeypatch):
+    """The real SDK against the real engine, with the engine's list answering a container that
+    is gone by the time it would be inspected (a lab tearing down beside `testbed clean`, which
+    crashed on it with NotFound)."""
+    from testbed import cleanup, dockerd
+
+    gone = {"Id": "0" * 64, "Names": ["/tb-gone"], "Labels": {}, "State": "running"}
+    real_client = dockerd.client
+
+    def client_whose_list_is_late(**kw):
+        c = real_client(**kw)
+        listed = c.api.containers
+        c.api.containers = lambda **filters: listed(**filters) + [gone]
+        return c
+
+    assert "0" * 64 in dockerd.lab_containers(client_whose_list_is_late(), "no-such-lab")
+    monkeypatch.setattr(dockerd, "client", client_whose_list_is_late)
+    assert not any("tb-gone" in owner for owner in cleanup.live_owners())
