@@ -29,7 +29,7 @@ mkdir -p "$log_dir"
 # --- Debian packages -------------------------------------------------------------------------
 packages=(docker.io mininet bridge-utils iptables nftables iproute2 tcpdump tshark iputils-ping
           debootstrap debian-archive-keyring busybox-static openssh-server python3-venv python3-dev
-          gcc libc6-dev openjdk-17-jre-headless procps psmisc)
+          gcc libc6-dev openjdk-17-jre-headless procps psmisc ethtool sumo sumo-tools)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

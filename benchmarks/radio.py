@@ -77,9 +77,10 @@ def tick_costs(n: int, loss: str, ticks: int, caps, workdir: str) -> dict:
     medium = Radio(topo, names, shaper, caps, workdir=workdir, node_dirs=node_dirs, seed=1)
     medium.check(())
     bridge = names.radio_bridge(1)
-    medium._bridge["air"] = bridge  # what add() records while the lab is built
+    kernel = medium.channel("kernel")
+    kernel._bridge["air"] = bridge  # what add() records while the lab is built
     for i, node in enumerate(topo.radio["air"].members, start=1):
-        medium._port[("air", node)] = names.port(bridge, i)
+        kernel._port[("air", node)] = names.port(bridge, i)
     shaper.setup(names.nft_table)
     rss_before = _rss_kib()
     try:
@@ -89,7 +90,7 @@ def tick_costs(n: int, loss: str, ticks: int, caps, workdir: str) -> dict:
             before = time.perf_counter()
             medium._tick(float(k))
             times.append((time.perf_counter() - before) * 1000)
-            elements.append(int((medium._state["air"] > 0).sum()))
+            elements.append(int((kernel._state["air"] > 0).sum()))
         listed = subprocess.run(["nft", "list", "map", "bridge", names.nft_table, "radio1_pairs"],
                                 capture_output=True, text=True).stdout
         in_map = listed.count(" : ")
@@ -99,7 +100,7 @@ def tick_costs(n: int, loss: str, ticks: int, caps, workdir: str) -> dict:
     return {"members": n, "loss": loss, "ticks": ticks, "tick_ms": times, "median_ms": statistics.median(times),
             "p95_ms": sorted(times)[int(0.95 * (len(times) - 1))], "max_ms": max(times),
             "map_elements_median": statistics.median(elements), "map_elements_checked": in_map,
-            "class_chains": len(medium._classes), "rss_growth_kib": _rss_kib() - rss_before}
+            "class_chains": len(kernel._classes), "rss_growth_kib": _rss_kib() - rss_before}
 
 
 def throughput(receivers: int, rates) -> dict:

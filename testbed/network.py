@@ -272,9 +272,13 @@ class Lab:
         for medium in self.media.values():
             ports.update(medium.receiver_ports())
         nft_in_root(partition_script(self.names.nft_table, groups, addresses, ports, interfaces))
+        for medium in self.media.values():
+            medium.partition(groups, addresses)
 
     def heal(self) -> None:
         nft_in_root(heal_script(self.names.nft_table))
+        for medium in self.media.values():
+            medium.heal()
 
     # -- nodes ------------------------------------------------------------------------------------
 

@@ -315,6 +315,19 @@ def manifest_schema() -> Dict[str, Any]:
                      "tick_late_ms_max": number_or_null,
                      "airtime": {"type": "object", "additionalProperties": obj,
                                  "description": "member -> frames, bytes and dropped by its airtime queue"},
+                     "channel": {"enum": ["kernel", "wifi"], "description": "what carried the frames"},
+                     "wifi": {"type": "object", "description": "the 802.11 channel's standard, rates, modes and "
+                                                               "propagation (channel wifi)"},
+                     "macs": {"type": "object", "description": "member -> the MAC address of its ns-3 device"},
+                     "ports": {"type": "object", "description": "member -> its veth end on the machine"},
+                     "wifi_statistics": {
+                         "type": "object", "additionalProperties": {"type": ["object", "null"]},
+                         "description": "member -> what happened to its frames in ns-3: frames from and to its "
+                                        "interface, PHY transmissions, receptions, losses and drops by reason, MAC "
+                                        "retries and drops, queueing delay (docs/RUNDIR.md)"},
+                     "realtime_lag_ms": {"type": ["object", "null"],
+                                         "description": "ns-3's lag behind the wall clock: samples, p50, p99, max"},
+                     "ns3_seed": {"type": ["integer", "null"]}, "ns3_run": {"type": ["integer", "null"]},
                      "error": {"type": "string"}}}}
     cables = {"type": "object", "description": "what the cables medium did (testbed/media/cable.py)",
               "properties": {"queues": {

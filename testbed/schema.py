@@ -55,6 +55,7 @@ _mobility = {
 
 def _radio_segment() -> Dict[str, Any]:
     from .radio.propagation import LOG_DISTANCE_FIELDS
+    from .radio.wifi import PROPAGATION_ALLOWED, PROPAGATION_MODELS, STANDARDS
 
     loss = {"oneOf": [
         {"const": "none"},
@@ -76,6 +77,26 @@ def _radio_segment() -> Dict[str, Any]:
         "properties": {
             "members": {"type": "array", "minItems": 1,
                         "items": {"type": "string", "description": "NODE, NODE:INTERFACE or a kind"}},
+            "channel": {"enum": ["kernel", "wifi"], "description": "kernel: the kernel range medium (default); "
+                                                                   "wifi: an 802.11 channel emulated by ns-3"},
+            "standard": {"enum": list(STANDARDS), "description": "channel wifi: the 802.11 standard"},
+            "data_rate": {**_rate, "description": "channel wifi: unicast data rate, one of the standard's"},
+            "basic_rate": {**_rate, "description": "channel wifi: broadcasts and control frames, one of the "
+                                                   "standard's rates"},
+            "propagation": {"description": "channel wifi: " + PROPAGATION_ALLOWED,
+                            "oneOf": [{"enum": list(PROPAGATION_MODELS)},
+                                      {"type": "object", "required": ["model"],
+                                       "properties": {"model": {"enum": list(PROPAGATION_MODELS)},
+                                                      "tx_power": {"type": "number"},
+                                                      "sensitivity": {"type": "number"},
+                                                      "exponent": {"type": "number"},
+                                                      "reference_loss": {"type": "number"},
+                                                      "reference_distance": _distance,
+                                                      "sigma": {"type": "number"},
+                                                      "height": {"type": "number"},
+                                                      "fading": {"oneOf": [{"enum": ["none", "nakagami"]},
+                                                                           {"type": "object"}]}},
+                                       "additionalProperties": False}]},
             "range": _distance, "loss": loss, "bitrate": _rate,
             "queue": {"type": "integer", "minimum": 1, "description": "frames waiting for the air per sender"},
             "delay": _delay, "jitter": _delay,

@@ -2,7 +2,8 @@
 
   netprobe.py udp-recv PORT IDLE_S [FIRST_S]  count datagrams until IDLE_S without one (FIRST_S,
                                           default 30, before the first); print JSON
-  netprobe.py udp-send ADDR PORT COUNT PPS  send COUNT numbered datagrams at PPS
+  netprobe.py udp-send ADDR PORT COUNT PPS [SEED]  send COUNT numbered datagrams at PPS (with a
+                                          SEED: at exponential intervals, a Poisson stream)
   netprobe.py tcp-recv PORT               receive one TCP stream; print JSON with the goodput
   netprobe.py tcp-send ADDR PORT SECONDS  send as fast as the network allows for SECONDS
   netprobe.py udp-rtt ADDR PORT COUNT     (with udp-echo) median round trip in ms
@@ -39,12 +40,17 @@ def udp_recv(port, idle, first=30.0):
     print(json.dumps({"received": total, "unique": len(seen), "duplicates": total - len(seen)}), flush=True)
 
 
-def udp_send(addr, port, count, pps):
+def udp_send(addr, port, count, pps, seed=None):
+    import random
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)  # ADDR may be a subnet's broadcast
+    draw = random.Random(seed)
     start = time.monotonic()
+    offset = 0.0
     for seq in range(count):
-        target = start + seq / pps
+        offset = offset + draw.expovariate(pps) if seed is not None else seq / pps
+        target = start + offset
         delay = target - time.monotonic()
         if delay > 0:
             time.sleep(delay)
@@ -168,7 +174,7 @@ if __name__ == "__main__":
     if verb == "udp-recv":
         udp_recv(int(args[0]), float(args[1]), *(float(a) for a in args[2:3]))
     elif verb == "udp-send":
-        udp_send(args[0], int(args[1]), int(args[2]), float(args[3]))
+        udp_send(args[0], int(args[1]), int(args[2]), float(args[3]), *(int(a) for a in args[4:5]))
     elif verb == "tcp-recv":
         tcp_recv(int(args[0]))
     elif verb == "tcp-send":

@@ -33,3 +33,16 @@ def messages(path: str) -> Iterator[Packet]:
             continue
         yield Packet(meta.sec * 1_000_000_000 + meta.usec * 1000, socket.inet_ntoa(data[26:30]),
                      socket.inet_ntoa(data[30:34]), header)
+
+
+def frames(path: str, mac: str) -> tuple:
+    """(frames with this source MAC, frames with another) in an Ethernet pcap: what the node sent
+    and what it received on an interface that has that address."""
+    own = bytes.fromhex(mac.replace(":", ""))
+    sent = received = 0
+    for data, _ in RawPcapReader(path):
+        if data[6:12] == own:
+            sent += 1
+        else:
+            received += 1
+    return sent, received

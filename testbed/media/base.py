@@ -79,8 +79,9 @@ class Medium:
     described (bridges and veth pairs), `start` once the nodes have their addresses, `begin` when
     the experiment's clock starts (a run's time zero), `finish` before the nodes go, and
     `teardown` when the lab goes; between `start` and `teardown`, `receiver_ports` says where
-    frames towards each node interface leave a bridge (partitions drop there), and `manifest`
-    what the medium emulates, for the run manifest."""
+    frames towards each node interface leave a bridge (partitions drop there; a medium without
+    bridges drops them itself in `partition`), and `manifest` what the medium emulates, for the
+    run manifest."""
 
     name = "base"
 
@@ -117,6 +118,13 @@ class Medium:
     def manifest(self) -> Dict[str, object]:
         """What the run manifest records of this medium under its name ({}: nothing)."""
         return {}
+
+    def partition(self, groups: List[List[str]], addresses: Dict[str, List[str]]) -> None:
+        """Nothing crosses between the groups until `heal`, where the lab's bridge table cannot
+        drop it (`receiver_ports` says where it can); `addresses` are each node's IPv4 addresses."""
+
+    def heal(self) -> None:
+        """The partition is over."""
 
     def finish(self) -> None:
         """The lab is about to stop its nodes: stop changing, read counters, close records."""

@@ -1,29 +1,17 @@
 """Radio segments: a shared broadcast medium with positions, range, radio loss, airtime and
-mobility, in the kernel's own bridge and nftables (no mac80211_hwsim, netem or userspace relay).
+mobility. The medium keeps what every segment has (members' positions and mobility, the ticks
+that apply them, the records) and hands each segment to its channel (testbed.radio.channels):
+the kernel range medium (`channel: kernel`, the default: a bridge whose nftables forward hook lets
+through the copies that range and loss allow) or an 802.11 channel emulated by ns-3 in real time
+(`channel: wifi`).
 
-Each segment is a Linux bridge (`tb<lab id>r<n>`) with one port per member; a member's radio
-interface (wlan0 unless named) is a veth into that port. Which copies of a frame arrive is
-decided where the bridge hands a copy to each output port (the bridge family's forward hook,
-which sees a flooded broadcast once per output port): after the sender's capture, before the
-receiver's, silently, as the air loses a frame.
-
-- Range and loss: one base chain per segment (`radio<n>`) looks up (input port, output port) in
-  a verdict map; a pair in range maps to `accept` (probability 1) or to a shared class chain
-  `radio_p<k>` that drops all but k per mille of the copies (`numgen random`), every copy drawn
-  on its own; a pair that is not in the map (out of range) is dropped. One rule per segment and
-  at most a thousand class chains, whatever the number of members: each tick only adds and
-  removes the map elements of the pairs whose class changed, in one nftables transaction, so
-  nothing is ever half-applied.
-- Airtime: with a bitrate, each member's radio interface serialises its frames at that rate
-  behind a queue of `queue` frames (tbf with a pfifo child; netem's rate and limit where the
-  kernel has netem), and frames beyond the queue are dropped and counted. Per-hop delay and
-  jitter need netem, as on wired links: refused here unless accepted as not emulated.
 - Mobility: a ticker thread computes every member's position at each tick (static, random
-  waypoint from the lab's seed, a trace file, or `move` actions), applies what changed, writes
-  each moved node's position to `position.json` in its node directory (what an agent reads, see
-  agents.runtime.position) and records positions and the neighbour graph in the run directory
-  (testbed.radio.record). The experiment's clock starts at `begin` (a run's time zero); before
-  it, members stay at their positions of time 0.
+  waypoint from the lab's seed, a trace file, or `move` actions), hands the positions and the
+  pairs' delivery probabilities to the channels, writes each moved node's position to
+  `position.json` in its node directory (what an agent reads, see agents.runtime.position) and
+  records positions and the neighbour graph in the run directory (testbed.radio.record). The
+  experiment's clock starts at `begin` (a run's time zero); before it, members stay at their
+  positions of time 0.
 """
 
 from __future__ import annotations
@@ -36,16 +24,11 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 import numpy as np
 
-from ..errors import CapabilityError, TestbedError
+from ..errors import TestbedError
+from ..radio.channels import channel_class
 from ..radio.spec import RadioSegment
-from ..names import NODE_TABLE
-from ..shaping import Port, nft_in_root, queue_counters
 from .base import Build, Medium, ReceiverPorts
 
-#: delivery probabilities are applied in steps of one per mille (class chains radio_p1..radio_p999)
-CLASSES = 1000
-#: a segment's members are its bridge's ports p1..p9999 (interface names are at most 15 bytes)
-MAX_MEMBERS = 9999
 POSITION_FILE = "position.json"
 #: bytes of one position record (JSON padded with spaces, then a newline)
 POSITION_RECORD = 256
@@ -57,14 +40,16 @@ class Radio(Medium):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.segments: Dict[str, RadioSegment] = dict(self.topo.radio)
-        self._bridge: Dict[str, str] = {}
-        self._port: Dict[Tuple[str, str], str] = {}  # (segment, node) → its bridge port
-        self._egress: Dict[Tuple[str, str], Port] = {}  # (segment, node) → the member's radio interface
+        #: channel name → the channel carrying the segments that name it
+        self.channels: Dict[str, Any] = {}
+        by_channel: Dict[str, Dict[str, Tuple[int, RadioSegment]]] = {}
+        for index, (name, segment) in enumerate(self.segments.items(), start=1):
+            by_channel.setdefault(segment.channel, {})[name] = (index, segment)
+        for channel, segments in by_channel.items():
+            self.channels[channel] = channel_class(channel)(self, segments)
         self._unemulated: FrozenSet[str] = frozenset()
         self._lock = threading.Lock()
         self._tracks: Dict[str, Any] = {}
-        self._classes: set = set()
-        self._state: Dict[str, np.ndarray] = {}  # segment → applied per-mille matrix
         self._written: Dict[str, Tuple[float, float, float]] = {}
         self._position_fds: Dict[str, int] = {}
         self._sequence = 0
@@ -79,35 +64,20 @@ class Radio(Medium):
         self._tick_late: List[float] = []  # how late each scheduled tick started (s)
         self._ticks_skipped = 0  # scheduled ticks skipped because the ticker fell a tick behind
         self._moves: List[Dict[str, Any]] = []
-        self._airtime: Dict[str, Dict[str, Dict[str, int]]] = {}
         self._finished = False
         self.error: Optional[str] = None
+
+    def channel(self, name: str):
+        """The channel of that name (KeyError when no segment uses it)."""
+        return self.channels[name]
 
     # -- before anything is created ---------------------------------------------------------------
 
     def check(self, accepted: Iterable[str]) -> FrozenSet[str]:
-        if not self.segments:
-            return frozenset()
-        caps = self.capabilities
-        if not caps.has("nftables"):
-            raise CapabilityError(f"{self.topo.source}: radio segments need nftables with the bridge family and "
-                                  f"numgen ({caps.checks['nftables'].detail})")
-        accepted = frozenset(accepted) | self.topo.accept_unemulated
-        unemulated = set()
-        for segment in self.segments.values():
-            if len(segment.members) > MAX_MEMBERS:
-                raise CapabilityError(f"{self.topo.source}: radio segment {segment.name} has {len(segment.members)} "
-                                      f"members; at most {MAX_MEMBERS}")
-            missing = segment.props().active() - self.shaper.emulates
-            refused = sorted(missing - accepted)
-            if refused:
-                raise CapabilityError(
-                    f"{self.topo.source}: radio segment {segment.name} asks for {', '.join(refused)}, which this "
-                    f"machine cannot emulate: needs {caps.missing_feature(refused[0])}. Accept it as not emulated "
-                    f"with 'accept_unemulated: [{', '.join(refused)}]' in the topology or --accept-unemulated "
-                    f"{','.join(refused)}.")
-            unemulated |= missing
-        self._unemulated = frozenset(unemulated)
+        unemulated: FrozenSet[str] = frozenset()
+        for channel in self.channels.values():
+            unemulated |= channel.check(accepted)
+        self._unemulated = unemulated
         return self._unemulated
 
     @property
@@ -117,19 +87,30 @@ class Radio(Medium):
     # -- build ------------------------------------------------------------------------------------
 
     def add(self, build: Build) -> None:
-        for index, (name, segment) in enumerate(self.segments.items(), start=1):
-            bridge = self.names.radio_bridge(index)
-            self._bridge[name] = bridge
-            build.add_bridge(bridge)
-            for node, interface in segment.members.items():
-                port = build.new_port(bridge)
-                end = build.node_end(node, interface)
-                build.veth(end, port)
-                self._port[(name, node)] = port.device
-                self._egress[(name, node)] = Port(device=interface, netns_pid=end.netns_pid, table=NODE_TABLE)
+        for channel in self.channels.values():
+            channel.add(build)
 
     def receiver_ports(self) -> ReceiverPorts:
-        return {(node, self.segments[seg].members[node]): port for (seg, node), port in self._port.items()}
+        out: ReceiverPorts = {}
+        for channel in self.channels.values():
+            out.update(channel.receiver_ports())
+        return out
+
+    def partition(self, groups: List[List[str]], addresses: Dict[str, List[str]]) -> None:
+        """Channels without bridge ports drop the other groups' frames themselves."""
+        group_of = {node: i for i, group in enumerate(groups) for node in group}
+        for channel in self.channels.values():
+            blocked: Dict[Tuple[str, str], List[str]] = {}
+            for _, segment in channel.segments.values():
+                for node, interface in segment.members.items():
+                    if node in group_of:
+                        blocked[(node, interface)] = [a for other, g in group_of.items() if g != group_of[node]
+                                                      for a in addresses.get(other, [])]
+            channel.partition(blocked)
+
+    def heal(self) -> None:
+        for channel in self.channels.values():
+            channel.partition({})
 
     def start(self) -> None:
         if not self.segments:
@@ -152,49 +133,13 @@ class Radio(Medium):
                                                      start=spec.position, z=z)
             else:
                 self._tracks[node] = static(spec.position)
-        lines = []
-        for index, (name, segment) in enumerate(self.segments.items(), start=1):
-            chain, table = self.names.radio_chain(index), self.names.nft_table
-            lines += [f"add map bridge {table} {chain}_pairs {{ type ifname . ifname : verdict ; }}",
-                      f"add chain bridge {table} {chain} {{ type filter hook forward priority 1 ; policy accept ; }}",
-                      f'add rule bridge {table} {chain} iifname "{self._bridge[name]}p*" '
-                      f"iifname . oifname vmap @{chain}_pairs",
-                      f'add rule bridge {table} {chain} iifname "{self._bridge[name]}p*" drop']
-            self._state[name] = np.zeros((len(segment.members),) * 2, dtype=np.int32)
-        nft_in_root("\n".join(lines) + "\n")
-        for name, segment in self.segments.items():
-            self._airtime_qdiscs(segment)
+        for channel in self.channels.values():
+            channel.start()
         if self.workdir is not None:
             from ..radio.record import Recorder
 
             self._recorder = Recorder(self.workdir)
         self._tick(0.0)
-
-    def _airtime_qdiscs(self, segment: RadioSegment) -> None:
-        props = segment.props().dilated(self.time_dilation)
-        kbit = None if props.bandwidth_mbit is None else props.bandwidth_mbit * 1000
-        active = props.active() & self.shaper.emulates
-        if not active:
-            return
-        queue = segment.queue_frames
-        for node in segment.members:
-            port = self._egress[(segment.name, node)]
-            interface = port.device
-            if self.shaper.name == "netem":
-                args = ["tc", "qdisc", "replace", "dev", interface, "root", "netem", "limit", str(queue)]
-                if "delay" in active:
-                    args += ["delay", f"{props.delay_ms:g}ms"] + ([f"{props.jitter_ms:g}ms"] if "jitter" in active else [])
-                if "bandwidth" in active:
-                    args += ["rate", f"{kbit:g}kbit"]
-                commands = [args]
-            else:
-                # tbf's bucket holds one full frame: frames leave one at a time at the bitrate
-                commands = [["tc", "qdisc", "replace", "dev", interface, "root", "handle", "1:", "tbf", "rate",
-                             f"{kbit:g}kbit", "burst", "1600", "latency", "60s"],
-                            ["tc", "qdisc", "replace", "dev", interface, "parent", "1:1", "handle", "10:", "pfifo",
-                             "limit", str(queue)]]
-            for args in commands:
-                port.run(args)
 
     def begin(self, t0_ns: Optional[int] = None) -> None:
         """The experiment's clock starts now: members start moving, ticks follow every tick."""
@@ -249,24 +194,21 @@ class Radio(Medium):
             started = time.monotonic()
             nodes = list(self._tracks)
             where = {node: self._tracks[node].at(t) for node in nodes}
-            lines: List[str] = []
             records = []
-            for index, (name, segment) in enumerate(self.segments.items(), start=1):
+            per_channel: Dict[str, list] = {name: [] for name in self.channels}
+            for name, segment in self.segments.items():
                 members = list(segment.members)
                 pos = np.array([where[n] for n in members], dtype=np.float64)
                 delta = pos[:, None, :] - pos[None, :, :]
                 distance = np.sqrt((delta * delta).sum(axis=2))
-                heard = distance <= segment.range_m
-                np.fill_diagonal(heard, False)
-                prob = np.where(heard, segment.loss.probability(distance), 0.0)
-                classes = np.rint(prob * CLASSES).astype(np.int32)
-                lines += self._changes(index, name, members, classes)
-                self._state[name] = classes
-                src, dst = np.nonzero(classes)
-                records.append((name, members, pos, src, dst, distance[src, dst], classes[src, dst] / CLASSES))
+                prob = segment.delivery(distance)
+                np.fill_diagonal(prob, 0.0)
+                per_channel[segment.channel].append((name, members, pos, prob))
+                src, dst = np.nonzero(np.rint(prob * 1000))
+                records.append((name, members, pos, src, dst, distance[src, dst], prob[src, dst]))
             from_ns = time.time_ns()
-            if lines:
-                nft_in_root("\n".join(lines) + "\n")
+            for channel_name, ticks in per_channel.items():
+                self.channels[channel_name].apply(t, ticks)
             t_ns = time.time_ns()
             self._ticks += 1
             self._tick_seconds.append(time.monotonic() - started)
@@ -274,37 +216,8 @@ class Radio(Medium):
             if self._recorder is not None:
                 for name, members, pos, src, dst, dist, p in records:
                     names = np.array(members, dtype=object)
-                    self._recorder.tick(t_ns, from_ns, t, name, members, pos, names[src], names[dst], dist, p)
-
-    def _changes(self, index: int, segment: str, members: List[str], classes: np.ndarray) -> List[str]:
-        """The nftables commands that turn the applied map into `classes`."""
-        old = self._state[segment]
-        changed = np.argwhere(old != classes)
-        if not len(changed):
-            return []
-        table, chain = self.names.nft_table, self.names.radio_chain(index)
-        ports = [self._port[(segment, n)] for n in members]
-        lines = []
-        gone = [f'"{ports[i]}" . "{ports[j]}"' for i, j in changed.tolist() if old[i, j]]
-        added = []
-        for i, j in changed.tolist():
-            k = int(classes[i, j])
-            if not k:
-                continue
-            if k >= CLASSES:
-                verdict = "accept"
-            else:
-                verdict = f"goto radio_p{k}"
-                if k not in self._classes:
-                    lines += [f"add chain bridge {table} radio_p{k}",
-                              f"add rule bridge {table} radio_p{k} numgen random mod {CLASSES} >= {k} drop"]
-                    self._classes.add(k)
-            added.append(f'"{ports[i]}" . "{ports[j]}" : {verdict}')
-        for chunk in _chunks(gone):
-            lines.append(f"delete element bridge {table} {chain}_pairs {{ {', '.join(chunk)} }}")
-        for chunk in _chunks(added):
-            lines.append(f"add element bridge {table} {chain}_pairs {{ {', '.join(chunk)} }}")
-        return lines
+                    self._recorder.tick(t_ns, from_ns, t, name, members, pos, names[src], names[dst], dist,
+                                        np.round(p, 3))
 
     def _write_positions(self, where: Dict[str, Tuple[float, float, float]], t: float, t_ns: int) -> None:
         """Each moved member's position.json, rewritten in place as one fixed-size record (a
@@ -333,23 +246,16 @@ class Radio(Medium):
     # -- the end ----------------------------------------------------------------------------------
 
     def finish(self) -> None:
-        """Stop moving, read the airtime queues' counters while the nodes still exist, and close
-        the run directory's tables."""
+        """Stop moving, read the channels' counters while the nodes still exist, and close the
+        run directory's tables."""
         if self._finished or not self.segments:
             return
         self._finished = True
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
-        for name, segment in self.segments.items():
-            if segment.bitrate_kbit is None and not segment.delay_ms:
-                continue
-            counters = {}
-            for node in segment.members:
-                port = self._egress.get((name, node))
-                if port is not None:  # a lab that failed half-built has ports for some members only
-                    counters[node] = queue_counters(port)
-            self._airtime[name] = counters
+        for channel in self.channels.values():
+            channel.finish()
         with self._lock:
             for fd in self._position_fds.values():
                 os.close(fd)
@@ -362,10 +268,16 @@ class Radio(Medium):
             self.finish()
         except Exception:
             pass
+        for channel in self.channels.values():
+            try:
+                channel.teardown()
+            except Exception:
+                pass
 
     def manifest(self) -> Dict[str, Any]:
         """segment → its emulated properties, each member's mobility, the moves of its members,
-        the ticks applied (how many, how long they took) and, with airtime, each member's queue."""
+        the ticks applied (how many, how long they took) and what its channel records (the
+        kernel's bridge and airtime queues; the wifi channel's statistics)."""
         if not self.segments:
             return {}
         seconds = sorted(self._tick_seconds)
@@ -381,18 +293,12 @@ class Radio(Medium):
         out: Dict[str, Any] = {}
         for name, segment in self.segments.items():
             entry = segment.manifest()
-            entry["bridge"] = self._bridge.get(name)
+            entry.update(self.channels[segment.channel].manifest(name))
             entry["mobility"] = {node: self._tracks[node].describe() for node in segment.members if node in self._tracks}
             entry["moves"] = [m for m in self._moves if m["node"] in segment.members]
             entry.update(ticks)
-            if name in self._airtime:
-                entry["airtime"] = self._airtime[name]
-            if self.error:
-                entry["error"] = self.error
+            errors = [e for e in (self.error, self.channels[segment.channel].error) if e]
+            if errors:
+                entry["error"] = "; ".join(errors)
             out[name] = entry
         return out
-
-
-def _chunks(items: List[str], size: int = 2000) -> Iterable[List[str]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]

@@ -36,8 +36,9 @@ LOG_DISTANCE_FIELDS: Dict[str, Tuple[str, float, str]] = {
     "tx_power": ("tx_power_dbm", 14.0, "the transmit power in dBm, -100 to 100"),
     "sensitivity": ("sensitivity_dbm", -90.0, "the receiver sensitivity in dBm, -200 to 0"),
 }
-_BOUNDS = {"exponent": (1.0, 8.0), "reference_loss": (0.0, 200.0), "reference_distance": (1e-6, 1e6),
-           "sigma": (0.0, 50.0), "tx_power": (-100.0, 100.0), "sensitivity": (-200.0, 0.0)}
+#: each log-distance field's allowed range
+BOUNDS = {"exponent": (1.0, 8.0), "reference_loss": (0.0, 200.0), "reference_distance": (1e-6, 1e6),
+          "sigma": (0.0, 50.0), "tx_power": (-100.0, 100.0), "sensitivity": (-200.0, 0.0)}
 
 
 class ModelError(ValueError):
@@ -147,7 +148,7 @@ def parse_loss(value: Any) -> LossModel:
             number = float(item)
         else:
             raise ModelError((key,), f"expected a number, got {item!r}", allowed)
-        low, high = _BOUNDS[key]
+        low, high = BOUNDS[key]
         if not low <= number <= high:
             raise ModelError((key,), f"{item} is out of range", allowed)
         fields[attr] = number

@@ -13,6 +13,7 @@ A segment in a topology file:
         queue: 50                     # frames waiting for the air per sender, beyond which they drop
         tick: 1s                      # how often positions are applied
         trace: moves.ns2              # ns-2 setdest/BonnMotion/SUMO file or CSV (time,node,x,y[,z])
+        channel: kernel               # or wifi: an 802.11 channel in ns-3 (see radio.wifi for its fields)
 
 and per node (or kind, or defaults): `position: [x, y]` or `[x, y, z]` in metres, and
 `mobility: static` or `{model: random-waypoint, area: [[x0, y0], [x1, y1]], speed: [1, 5],
@@ -25,6 +26,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+import numpy as np
+
 from ..model import LinkProps
 from ..units import (COORDINATE_ALLOWED, TIME_ALLOWED, parse_coordinate_m, parse_delay_ms, parse_distance_m,
                      parse_time_ms)
@@ -32,7 +35,8 @@ from .propagation import LossModel, ModelError
 
 Point = Tuple[float, float, float]
 
-SEGMENT_KEYS = ("members", "range", "loss", "bitrate", "queue", "delay", "jitter", "tick", "trace")
+SEGMENT_KEYS = ("members", "channel", "range", "loss", "bitrate", "queue", "delay", "jitter", "tick", "trace",
+                "standard", "data_rate", "basic_rate", "propagation")
 TRACE_KEYS = ("file", "format", "nodes")
 TRACE_FORMATS = ("ns2", "csv")
 MOBILITY_MODELS = ("static", "random-waypoint")
@@ -89,6 +93,10 @@ class RadioSegment:
     trace: Optional[TraceSpec] = None
     #: member node → its radio interface, in declaration order
     members: Dict[str, str] = field(default_factory=dict)
+    #: what carries the frames (testbed.radio.channels): the kernel range medium or an 802.11 channel
+    channel: str = "kernel"
+    #: the 802.11 channel's settings (radio.wifi.WifiSpec) when channel is wifi
+    wifi: Any = None
 
     def props(self) -> LinkProps:
         """What a sender's radio egress asks of the machine, in the wired links' terms."""
@@ -97,7 +105,15 @@ class RadioSegment:
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"members": [f"{n}:{i}" for n, i in self.members.items()],
-                               "range": f"{self.range_m:g}m", "loss": self.loss.to_dict()}
+                               "range": f"{self.range_m:g}m"}
+        if self.channel != "kernel":
+            out["channel"] = self.channel
+        if self.wifi is not None:
+            wifi = self.wifi.to_dict()
+            out.update({key: wifi[key] for key in ("standard", "data_rate", "basic_rate")})
+            out["propagation"] = wifi["propagation"]
+        else:
+            out["loss"] = self.loss.to_dict()
         if self.bitrate_kbit is not None:
             out["bitrate"] = f"{self.bitrate_kbit:g}kbit"
         out["queue"] = self.queue_frames
@@ -112,10 +128,23 @@ class RadioSegment:
 
     def manifest(self) -> Dict[str, Any]:
         """The emulated properties, in the units the analysis reads."""
-        return {"range_m": self.range_m, "loss": self.loss.to_dict(), "bitrate_kbit": self.bitrate_kbit,
-                "queue_frames": self.queue_frames, "delay_ms": self.delay_ms, "jitter_ms": self.jitter_ms,
-                "tick_s": self.tick_s, "members": dict(self.members),
-                "trace": None if self.trace is None else self.trace.to_dict()}
+        out = {"channel": self.channel, "range_m": self.range_m, "loss": self.loss.to_dict(),
+               "bitrate_kbit": self.bitrate_kbit, "queue_frames": self.queue_frames, "delay_ms": self.delay_ms,
+               "jitter_ms": self.jitter_ms, "tick_s": self.tick_s, "members": dict(self.members),
+               "trace": None if self.trace is None else self.trace.to_dict()}
+        if self.wifi is not None:
+            out["wifi"] = self.wifi.manifest()
+        return out
+
+    def delivery(self, distance: np.ndarray) -> np.ndarray:
+        """The probability that a frame sent over each distance arrives, from range and
+        propagation alone (on the wifi channel: without interference, at the sensitivity)."""
+        heard = distance <= self.range_m
+        if self.wifi is not None:
+            p = self.wifi.propagation.probability(distance, self.wifi.frequency_hz)
+        else:
+            p = self.loss.probability(distance)
+        return np.where(heard, p, 0.0)
 
 
 def parse_position(value: Any) -> Point:
@@ -212,6 +241,17 @@ def parse_segment_fields(name: str, fields: Dict[str, Any], topology_file: str) 
     except ModelError as exc:
         raise ModelError(("loss",) + exc.key, exc.message, exc.allowed) from None
     segment = RadioSegment(name=name, range_m=range_m, loss=loss)
+    from .channels import DEFAULT, channel_names
+    from .wifi import check_fields, parse_wifi
+
+    channel = fields.get("channel", DEFAULT)
+    if channel not in channel_names():
+        raise ModelError(("channel",), f"unknown channel {channel!r}",
+                         "kernel (the kernel range medium, the default) or wifi (an 802.11 channel in ns-3)")
+    segment.channel = channel
+    check_fields(channel, fields)
+    if channel == "wifi":
+        segment.wifi = parse_wifi(fields, loss)
     if fields.get("bitrate") is not None:
         try:
             segment.bitrate_kbit = parse_rate_mbit(fields["bitrate"]) * 1000.0

@@ -1,0 +1,387 @@
+// The per-frame path of the wifi channel (testbed/radio/channels/ns3_process.py), compiled by
+// cppyy into the ns-3 process: it joins each member's FdNetDevice (an AF_PACKET socket on the
+// machine's end of the member's veth) to the member's 802.11 device, counts what happens to
+// frames, and reads the control pipe (positions, partitions, stop) from inside the simulation,
+// because the Python interpreter does not run while ns-3 does.
+//
+// AdhocWifiMac cannot SendFrom, so no BridgeNetDevice: the member's interface carries the wifi
+// device's MAC address, and frames pass between the two devices' promiscuous receive callbacks.
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace tbwifi
+{
+using namespace ns3;
+
+struct Member
+{
+    Ptr<FdNetDevice> fd;
+    Ptr<WifiNetDevice> wifi;
+    Ptr<MobilityModel> mobility;
+    std::unordered_set<uint32_t> blocked; // IPv4 sources this member must not receive (partition)
+    std::unordered_map<uint64_t, int64_t> waiting; // packet uid -> when the member's kernel handed it (ns)
+    std::vector<float> queue_ms;                   // from the kernel's hand-off to the first transmission
+    uint64_t from_host = 0;        // frames the member's interface sent
+    uint64_t to_host = 0;          // frames handed to the member's interface
+    uint64_t partitioned = 0;      // frames received but not handed over (partition)
+    uint64_t phy_tx = 0;           // PPDUs this member put on the air (data, retries, ACKs)
+    uint64_t rx_ok = 0;            // PPDUs it decoded
+    uint64_t rx_error = 0;         // PPDUs it lost after their preamble (interference, noise)
+    std::map<std::string, uint64_t> rx_drop; // PPDUs it did not receive, by ns-3's reason
+    uint64_t mac_tx_drop = 0;      // frames the MAC refused before queueing them
+    std::map<std::string, uint64_t> mac_drop; // MPDUs the MAC dropped, by reason
+    uint64_t retries = 0;          // data transmissions that went unacknowledged
+    uint64_t final_failed = 0;     // unicast frames given up after the retry limit
+};
+
+std::vector<Member> members;
+std::vector<float> lag_ms;       // the simulator's lag behind the wall clock, every control tick
+int control_fd = -1;
+std::string control_buffer;
+Time control_period = MilliSeconds(10);
+bool stopping = false;
+
+inline int64_t
+WallNs()
+{
+    Ptr<RealtimeSimulatorImpl> impl = DynamicCast<RealtimeSimulatorImpl>(Simulator::GetImplementation());
+    return impl ? impl->RealtimeNow().GetNanoSeconds() : Simulator::Now().GetNanoSeconds();
+}
+
+inline Member&
+Of(Ptr<NetDevice> dev)
+{
+    return members[dev->GetNode()->GetId()];
+}
+
+bool
+FromHost(Ptr<NetDevice> dev,
+         Ptr<const Packet> packet,
+         uint16_t protocol,
+         const Address& source,
+         const Address& destination,
+         NetDevice::PacketType type)
+{
+    Member& m = Of(dev);
+    m.from_host++;
+    Ptr<Packet> copy = packet->Copy();
+    m.waiting[copy->GetUid()] = Simulator::Now().GetNanoSeconds();
+    m.wifi->Send(copy, destination, protocol);
+    return true;
+}
+
+inline bool
+Blocked(const Member& m, Ptr<const Packet> packet, uint16_t protocol)
+{
+    if (m.blocked.empty())
+    {
+        return false;
+    }
+    uint8_t head[20];
+    uint32_t offset;
+    if (protocol == 0x0800)
+    {
+        offset = 12; // IPv4 source address
+    }
+    else if (protocol == 0x0806)
+    {
+        offset = 14; // ARP sender protocol address
+    }
+    else
+    {
+        return false;
+    }
+    if (packet->CopyData(head, offset + 4) < offset + 4)
+    {
+        return false;
+    }
+    uint32_t source;
+    memcpy(&source, head + offset, 4);
+    return m.blocked.count(source) > 0;
+}
+
+bool
+FromAir(Ptr<NetDevice> dev,
+        Ptr<const Packet> packet,
+        uint16_t protocol,
+        const Address& source,
+        const Address& destination,
+        NetDevice::PacketType type)
+{
+    if (type == NetDevice::PACKET_OTHERHOST)
+    {
+        return true; // a unicast frame for another member: its radio heard it, its kernel does not
+    }
+    Member& m = Of(dev);
+    if (Blocked(m, packet, protocol))
+    {
+        m.partitioned++;
+        return true;
+    }
+    m.to_host++;
+    m.fd->SendFrom(packet->Copy(), source, destination, protocol);
+    return true;
+}
+
+bool
+Swallow(Ptr<NetDevice>, Ptr<const Packet>, uint16_t, const Address&)
+{
+    return true;
+}
+
+void
+PhyTxBegin(uint32_t index, Ptr<const Packet> packet, double watts)
+{
+    Member& m = members[index];
+    m.phy_tx++;
+    auto found = m.waiting.find(packet->GetUid());
+    if (found != m.waiting.end())
+    {
+        m.queue_ms.push_back((Simulator::Now().GetNanoSeconds() - found->second) / 1e6);
+        m.waiting.erase(found);
+    }
+}
+
+void
+RxOk(uint32_t index, Ptr<const Packet>, double, WifiMode, WifiPreamble)
+{
+    members[index].rx_ok++;
+}
+
+void
+RxError(uint32_t index, Ptr<const Packet>, double)
+{
+    members[index].rx_error++;
+}
+
+void
+RxDrop(uint32_t index, Ptr<const Packet>, WifiPhyRxfailureReason reason)
+{
+    std::ostringstream name;
+    name << reason;
+    members[index].rx_drop[name.str()]++;
+}
+
+void
+MacTxDrop(uint32_t index, Ptr<const Packet> packet)
+{
+    members[index].mac_tx_drop++;
+    members[index].waiting.erase(packet->GetUid());
+}
+
+void
+MacDropped(uint32_t index, WifiMacDropReason reason, Ptr<const WifiMpdu> mpdu)
+{
+    const char* names[] = {"failed_enqueue", "expired_lifetime", "reached_retry_limit", "qos_old_packet"};
+    unsigned r = static_cast<unsigned>(reason);
+    members[index].mac_drop[r < 4 ? names[r] : "other"]++;
+    members[index].waiting.erase(mpdu->GetPacket()->GetUid());
+}
+
+void
+DataFailed(uint32_t index, Mac48Address)
+{
+    members[index].retries++;
+}
+
+void
+FinalDataFailed(uint32_t index, Mac48Address)
+{
+    members[index].final_failed++;
+}
+
+void
+Join(uint32_t index, Ptr<FdNetDevice> fd, Ptr<WifiNetDevice> wifi)
+{
+    if (members.size() <= index)
+    {
+        members.resize(index + 1);
+    }
+    Member& m = members[index];
+    m.fd = fd;
+    m.wifi = wifi;
+    m.mobility = wifi->GetNode()->GetObject<MobilityModel>();
+    fd->SetReceiveCallback(MakeCallback(&Swallow));
+    fd->SetPromiscReceiveCallback(MakeCallback(&FromHost));
+    wifi->SetReceiveCallback(MakeCallback(&Swallow));
+    wifi->SetPromiscReceiveCallback(MakeCallback(&FromAir));
+    Ptr<WifiPhy> phy = wifi->GetPhy();
+    phy->TraceConnectWithoutContext("PhyTxBegin", MakeBoundCallback(&PhyTxBegin, index));
+    phy->TraceConnectWithoutContext("PhyRxDrop", MakeBoundCallback(&RxDrop, index));
+    phy->GetState()->TraceConnectWithoutContext("RxOk", MakeBoundCallback(&RxOk, index));
+    phy->GetState()->TraceConnectWithoutContext("RxError", MakeBoundCallback(&RxError, index));
+    Ptr<WifiMac> mac = wifi->GetMac();
+    mac->TraceConnectWithoutContext("MacTxDrop", MakeBoundCallback(&MacTxDrop, index));
+    mac->TraceConnectWithoutContext("DroppedMpdu", MakeBoundCallback(&MacDropped, index));
+    Ptr<WifiRemoteStationManager> manager = wifi->GetRemoteStationManager();
+    manager->TraceConnectWithoutContext("MacTxDataFailed", MakeBoundCallback(&DataFailed, index));
+    manager->TraceConnectWithoutContext("MacTxFinalDataFailed", MakeBoundCallback(&FinalDataFailed, index));
+}
+
+// -- the control pipe: one command per line -----------------------------------------------------
+//   P <member> <x> <y> <z>      the member is there from now on
+//   B <member> [<ipv4> ...]     the member receives nothing from these sources (none: heal)
+//   Q                           stop (end of file too)
+
+void
+Command(const std::string& line)
+{
+    std::istringstream in(line);
+    std::string verb;
+    in >> verb;
+    if (verb == "P")
+    {
+        uint32_t index;
+        double x, y, z;
+        if (in >> index >> x >> y >> z && index < members.size())
+        {
+            members[index].mobility->SetPosition(Vector(x, y, z));
+        }
+    }
+    else if (verb == "B")
+    {
+        uint32_t index;
+        if (in >> index && index < members.size())
+        {
+            members[index].blocked.clear();
+            std::string address;
+            while (in >> address)
+            {
+                struct in_addr parsed;
+                if (inet_pton(AF_INET, address.c_str(), &parsed) == 1)
+                {
+                    members[index].blocked.insert(parsed.s_addr);
+                }
+            }
+        }
+    }
+    else if (verb == "Q")
+    {
+        stopping = true;
+    }
+}
+
+void
+Control()
+{
+    lag_ms.push_back((WallNs() - Simulator::Now().GetNanoSeconds()) / 1e6);
+    char buffer[65536];
+    while (!stopping)
+    {
+        ssize_t n = read(control_fd, buffer, sizeof(buffer));
+        if (n > 0)
+        {
+            control_buffer.append(buffer, n);
+            continue;
+        }
+        if (n == 0)
+        {
+            stopping = true; // the testbed went away
+        }
+        break; // EAGAIN: nothing more for now
+    }
+    size_t start = 0;
+    size_t end;
+    while ((end = control_buffer.find('\n', start)) != std::string::npos)
+    {
+        Command(control_buffer.substr(start, end - start));
+        start = end + 1;
+    }
+    control_buffer.erase(0, start);
+    if (stopping)
+    {
+        Simulator::Stop();
+        return;
+    }
+    // forget hand-offs that never reached the air (dropped without a trace this glue hears)
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    for (Member& m : members)
+    {
+        if (m.waiting.size() > 10000)
+        {
+            for (auto it = m.waiting.begin(); it != m.waiting.end();)
+            {
+                it = now - it->second > 60000000000LL ? m.waiting.erase(it) : std::next(it);
+            }
+        }
+    }
+    Simulator::Schedule(control_period, &Control);
+}
+
+void
+StartControl(int fd, double period_ms)
+{
+    control_fd = fd;
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    control_period = MicroSeconds(static_cast<int64_t>(period_ms * 1000));
+    Simulator::Schedule(Seconds(0), &Control);
+}
+
+// -- what the run records ------------------------------------------------------------------------
+
+double
+Percentile(std::vector<float> values, double q)
+{
+    if (values.empty())
+    {
+        return -1;
+    }
+    size_t k = std::min(values.size() - 1, static_cast<size_t>(q * (values.size() - 1) + 0.5));
+    std::nth_element(values.begin(), values.begin() + k, values.end());
+    return values[k];
+}
+
+std::string
+Json(const std::map<std::string, uint64_t>& counts)
+{
+    std::ostringstream out;
+    out << "{";
+    bool first = true;
+    for (const auto& [key, value] : counts)
+    {
+        out << (first ? "" : ", ") << "\"" << key << "\": " << value;
+        first = false;
+    }
+    out << "}";
+    return out.str();
+}
+
+std::string
+MemberJson(uint32_t index)
+{
+    const Member& m = members[index];
+    std::ostringstream out;
+    out << "{\"frames_from_host\": " << m.from_host << ", \"frames_to_host\": " << m.to_host
+        << ", \"partition_dropped\": " << m.partitioned << ", \"phy_tx\": " << m.phy_tx
+        << ", \"phy_rx_ok\": " << m.rx_ok << ", \"phy_rx_error\": " << m.rx_error
+        << ", \"phy_rx_drop\": " << Json(m.rx_drop) << ", \"mac_tx_drop\": " << m.mac_tx_drop
+        << ", \"mac_drop\": " << Json(m.mac_drop) << ", \"mac_retries\": " << m.retries
+        << ", \"mac_final_failed\": " << m.final_failed
+        << ", \"queue_delay_ms_p50\": " << Percentile(m.queue_ms, 0.5)
+        << ", \"queue_delay_ms_p99\": " << Percentile(m.queue_ms, 0.99)
+        << ", \"queue_delay_ms_max\": " << Percentile(m.queue_ms, 1.0)
+        << ", \"queue_delay_samples\": " << m.queue_ms.size() << "}";
+    return out.str();
+}
+
+std::string
+LagJson()
+{
+    std::ostringstream out;
+    out << "{\"samples\": " << lag_ms.size() << ", \"p50\": " << Percentile(lag_ms, 0.5)
+        << ", \"p99\": " << Percentile(lag_ms, 0.99) << ", \"max\": " << Percentile(lag_ms, 1.0) << "}";
+    return out.str();
+}
+
+} // namespace tbwifi

@@ -1,0 +1,303 @@
+"""The 802.11 channel: a radio segment's frames through ns-3's 802.11 ad hoc devices on one
+shared channel, emulated in real time by ns-3 in a process of its own (ns3_process.py).
+
+Each member's radio interface (wlan0 unless named) is a veth whose other end stays in the
+machine's namespace, on no bridge; the ns-3 process reads and writes that end through an
+AF_PACKET socket, one ns-3 node per member. So a member's frames meet carrier sense, backoff,
+collisions, hidden terminals, the basic rate for broadcasts (no retries) and ACKs and retries for
+unicasts, the MAC queue (its delay and drops), and the propagation's range, shadowing and
+fading, all in ns-3 (YansWifiChannel and YansWifiPhy), with ns-3's randomness seeded from the
+scenario's seed. The member's interface takes its ns-3 device's MAC address; checksums are
+computed by the member's kernel (no offload), so what crosses the air is the frame the member
+sent.
+
+Positions come from the radio medium's ticks (same mobility, traces and `move` as on the kernel
+medium); partitions drop the other groups' frames where ns-3 hands them to a member (they still
+took the air, as on a real partitioned radio). The run directory's manifest records, per member,
+what happened to its frames (sent, received, lost to interference, dropped by reason, retried,
+queueing delay) and the simulator's lag behind the wall clock, which the fidelity monitor judges.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
+
+import numpy as np
+
+from ...errors import CapabilityError, TestbedError
+from ...media.base import Build
+from ...names import ENV_LAB
+from ..spec import RadioSegment
+from ..wifi import STANDARDS
+from .base import Channel
+
+#: the ns-3 process: loading ns-3 and compiling the glue (about 10-20 s on these machines)
+LOAD_TIMEOUT_S = 180.0
+BUILD_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 60.0
+#: how often the simulation reads the control pipe (positions, partitions) and samples its lag
+CONTROL_MS = 10.0
+#: a segment's members are the ports p1..p9999 of its (unbuilt) bridge name
+MAX_MEMBERS = 9999
+LOG_FILE = "ns3.log"
+STATS_FILE = "wifi.json"
+
+
+def _die_with_parent() -> None:  # pragma: no cover (runs in the child)
+    import ctypes
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    os.setsid()
+
+
+class WifiChannel(Channel):
+    name = "wifi"
+
+    def __init__(self, medium, segments: Dict[str, Tuple[int, RadioSegment]]) -> None:
+        super().__init__(medium, segments)
+        self._host_end: Dict[Tuple[str, str], str] = {}      # (segment, node) → veth end on the machine
+        self._index: Dict[Tuple[str, str], int] = {}         # (segment, node) → ns-3 member index
+        self._netns: Dict[str, int] = {}                      # node → pid of its network namespace
+        self._sent: Dict[int, Tuple[float, float, float]] = {}
+        self._process: Optional[subprocess.Popen] = None
+        self._log = None
+        self._macs: Dict[str, str] = {}
+        self._stats: Dict[str, Any] = {}
+        self._error = ""
+        self._write_lock = threading.Lock()
+        self._directory = os.path.join(medium.workdir, "radio") if medium.workdir else None
+
+    # -- before anything is created ---------------------------------------------------------------
+
+    def check(self, accepted: Iterable[str]) -> FrozenSet[str]:
+        source = self.medium.topo.source
+        names = ", ".join(self.segments)
+        if self.medium.time_dilation != 1:
+            raise CapabilityError(
+                f"{source}: radio segment {names} uses channel: wifi, whose ns-3 simulator runs in real time; "
+                f"time_dilation {self.medium.time_dilation:g} cannot apply to it yet (use time_dilation: 1, or "
+                f"channel: kernel, which dilates)")
+        if importlib.util.find_spec("ns") is None:
+            raise CapabilityError(f"{source}: channel: wifi needs ns-3's Python bindings (pip install 'ns3>=3.44,<3.45'; "
+                                  f"setup.sh installs them)")
+        if shutil.which("ethtool") is None:
+            raise CapabilityError(f"{source}: channel: wifi needs ethtool to turn the members' checksum and "
+                                  f"segmentation offloads off (apt-get install ethtool; setup.sh installs it)")
+        for _, segment in self.segments.values():
+            if len(segment.members) > MAX_MEMBERS:
+                raise CapabilityError(f"{source}: radio segment {segment.name} has {len(segment.members)} members; "
+                                      f"at most {MAX_MEMBERS}")
+        return frozenset()
+
+    # -- build ------------------------------------------------------------------------------------
+
+    def add(self, build: Build) -> None:
+        """The members' veth pairs, their far ends left on the machine; and the ns-3 process,
+        started now so that it loads ns-3 while the lab is built."""
+        index = 0
+        for name, (number, segment) in self.segments.items():
+            bridge = self.names.radio_bridge(number)  # names only: no bridge is made
+            for k, (node, interface) in enumerate(segment.members.items(), start=1):
+                host = self.names.port(bridge, k)
+                pid = build.hosts[node].pid
+                build.batch.append(f"link add name {interface} netns {pid} type veth peer name {host}")
+                build.batch.append(f"link set dev {host} up")
+                self._host_end[(name, node)] = host
+                self._index[(name, node)] = index
+                self._netns[node] = pid
+                index += 1
+        self._launch()
+
+    def _launch(self) -> None:
+        env = dict(os.environ)
+        env[ENV_LAB] = self.names.lab
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        if self._directory is not None:
+            os.makedirs(self._directory, exist_ok=True)
+            self._log = open(os.path.join(self._directory, LOG_FILE), "ab")
+        self._process = subprocess.Popen([sys.executable, "-m", "testbed.radio.channels.ns3_process"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self._log if self._log is not None else subprocess.DEVNULL,
+                                         env=env, preexec_fn=_die_with_parent)
+
+    def _answer(self, key: str, timeout: float) -> Dict[str, Any]:
+        """The ns-3 process's next message, which must have `key`."""
+        proc = self._process
+        result: Dict[str, Any] = {}
+
+        def read() -> None:
+            line = proc.stdout.readline()
+            if line:
+                try:
+                    result.update(json.loads(line))
+                except ValueError:
+                    result["garbled"] = line.decode(errors="replace")[:200]
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(timeout)
+        if key not in result:
+            status = proc.poll()
+            why = (f"exited with status {status}" if status is not None else
+                   f"did not answer within {timeout:g} s" if reader.is_alive() else f"answered {result}")
+            raise TestbedError(f"the wifi channel's ns-3 process {why} (waiting for '{key}'){self._log_tail()}")
+        return result
+
+    def _log_tail(self) -> str:
+        if self._directory is None:
+            return ""
+        try:
+            with open(os.path.join(self._directory, LOG_FILE), "rb") as handle:
+                lines = [ln for ln in handle.read().decode(errors="replace").splitlines()
+                         if ln.strip() and "materialize" not in ln]
+        except OSError:
+            return ""
+        return (": " + " | ".join(lines[-5:])) if lines else ""
+
+    # -- start ------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for host in self._host_end.values():
+            path = f"/proc/sys/net/ipv6/conf/{host}/disable_ipv6"
+            if os.path.exists(path):
+                with open(path, "w") as handle:
+                    handle.write("1")
+            self._run(["ethtool", "-K", host, "gro", "off"], None)
+        for (name, node), host in self._host_end.items():
+            interface = self.segments[name][1].members[node]
+            self._run(["ethtool", "-K", interface, "tx", "off", "tso", "off", "gso", "off", "gro", "off"], node)
+        self._answer("loaded", LOAD_TIMEOUT_S)
+        where = {node: self.medium.position(node) for node in self._netns}
+        segments = []
+        for name, (_, segment) in self.segments.items():
+            wifi = segment.wifi
+            propagation = wifi.propagation
+            spec = {"model": propagation.model, "tx_power": propagation.tx_power_dbm,
+                    "sensitivity": propagation.sensitivity_dbm, "sigma": propagation.sigma_db,
+                    "exponent": propagation.exponent, "reference_loss": propagation.reference_loss_db,
+                    "reference_distance": propagation.reference_distance_m, "height": propagation.height_m,
+                    "fading": {"m": propagation.nakagami_m} if propagation.fading == "nakagami" else None}
+            segments.append({"name": name, "ns3_standard": STANDARDS[wifi.standard][0],
+                             "data_mode": wifi.mode(wifi.data_rate_mbit), "basic_mode": wifi.mode(wifi.basic_rate_mbit),
+                             "frequency_hz": wifi.frequency_hz, "range_m": segment.range_m,
+                             "queue": segment.queue_frames, "propagation": spec,
+                             "members": [{"key": f"{name}/{node}", "device": self._host_end[(name, node)],
+                                          "position": list(where[node])} for node in segment.members]})
+        if self._directory is None:  # a lab without a run directory: the statistics go to a scratch one
+            import tempfile
+
+            self._directory = tempfile.mkdtemp(prefix=f"testbed-{self.names.lab}-wifi-")
+        self._stats_path = stats_path = os.path.join(self._directory, STATS_FILE)
+        config = {"segments": segments, "seed": self.medium.seed, "stats_path": stats_path, "control_ms": CONTROL_MS}
+        self._write(json.dumps(config) + "\n")
+        ready = self._answer("ready", BUILD_TIMEOUT_S)
+        self._macs = ready["macs"]
+        for (name, node), _ in self._host_end.items():
+            interface = self.segments[name][1].members[node]
+            self._run(["ip", "link", "set", "dev", interface, "address", self._macs[f"{name}/{node}"]], node)
+
+    def _run(self, args: List[str], node: Optional[str]) -> None:
+        command = args if node is None else ["nsenter", f"--net=/proc/{self._netns[node]}/ns/net", "--"] + args
+        res = subprocess.run(command, capture_output=True, text=True)
+        if res.returncode != 0:
+            where = "the machine" if node is None else f"node {node}"
+            raise TestbedError(f"wifi channel: '{' '.join(args)}' failed on {where}: {res.stderr.strip()}")
+
+    def _write(self, text: str) -> None:
+        with self._write_lock:
+            proc = self._process
+            if proc is None or proc.stdin is None or proc.stdin.closed:
+                return
+            try:
+                proc.stdin.write(text.encode())
+                proc.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                self._error = self._error or f"the ns-3 process went away{self._exit_status()}{self._log_tail()}"
+
+    def _exit_status(self) -> str:
+        status = self._process.poll() if self._process is not None else None
+        return f" (exit status {status})" if status is not None else ""
+
+    # -- while running ----------------------------------------------------------------------------
+
+    def apply(self, t: float, ticks: List[Tuple[str, List[str], np.ndarray, np.ndarray]]) -> None:
+        lines = []
+        for name, members, positions, _ in ticks:
+            for node, point in zip(members, positions.tolist()):
+                index = self._index[(name, node)]
+                point = (point[0], point[1], point[2])
+                if self._sent.get(index) != point:
+                    lines.append(f"P {index} {point[0]!r} {point[1]!r} {point[2]!r}\n")
+                    self._sent[index] = point
+        if lines and self._process is not None:
+            self._write("".join(lines))
+
+    def partition(self, blocked: Dict[Tuple[str, str], List[str]]) -> None:
+        lines = []
+        for (name, node), index in self._index.items():
+            interface = self.segments[name][1].members[node]
+            lines.append(f"B {index} {' '.join(blocked.get((node, interface), []))}\n")
+        self._write("".join(lines))
+
+    # -- the end ----------------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        proc = self._process
+        if proc is None or self._stats:
+            return
+        self._write("Q\n")
+        try:
+            self._answer("done", STOP_TIMEOUT_S)
+            with open(self._stats_path) as handle:
+                self._stats = json.load(handle)
+        except (TestbedError, OSError, ValueError) as exc:
+            self._error = self._error or f"wifi channel statistics lost: {exc}"
+        self._stop()
+
+    def _stop(self) -> None:
+        proc = self._process
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def teardown(self) -> None:
+        proc = self._process
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        self._stop()
+
+    @property
+    def error(self) -> str:
+        return self._error
+
+    def manifest(self, segment: str) -> Dict[str, Any]:
+        _, spec = self.segments[segment]
+        out: Dict[str, Any] = {"macs": {node: self._macs.get(f"{segment}/{node}") for node in spec.members},
+                               "ports": {node: self._host_end.get((segment, node)) for node in spec.members}}
+        if self._stats:
+            members = self._stats.get("members", {})
+            out["wifi_statistics"] = {node: members.get(f"{segment}/{node}") for node in spec.members}
+            out["realtime_lag_ms"] = self._stats.get("lag_ms")
+            out["ns3_seed"] = self._stats.get("ns3_seed")
+            out["ns3_run"] = self._stats.get("ns3_run")
+        return out
