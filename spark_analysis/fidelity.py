@@ -145,6 +145,12 @@ def measures(manifest: dict, t0: int, events, host: Optional[List[dict]],
         values["radio_skipped_share"] = seg.get("ticks_skipped", 0) / seg["ticks_scheduled"]
         details["radio"] = {k: seg.get(k) for k in ("ticks_scheduled", "ticks_skipped", "tick_late_ms_p99",
                                                      "tick_late_ms_max", "tick_s")}
+    lags = {name: s["realtime_lag_ms"] for name, s in radio.items()
+            if isinstance(s, dict) and isinstance(s.get("realtime_lag_ms"), dict) and s["realtime_lag_ms"].get("samples")}
+    if lags:  # one ns-3 process carries every wifi segment: the same figures in each
+        lag = next(iter(lags.values()))
+        values["wifi_lag_ms"] = max(float(lag.get("p99") or 0.0), 0.0)
+        details["wifi"] = {"segments": sorted(lags), **{k: lag.get(k) for k in ("samples", "p50", "p99", "max")}}
     queues = [q for q in ((manifest.get("cables") or {}).get("queues") or []) if isinstance(q, dict)]
     if queues:  # the emulated bottlenecks' own drops: told, not judged (docs/RUNDIR.md)
         frames = sum(int(q.get("frames") or 0) for q in queues)

@@ -40,6 +40,7 @@ THRESHOLDS: Dict[str, Tuple[Optional[float], Optional[float]]] = {
     "capture_drop_share": (0.0, 0.01),
     "radio_tick_late_share": (0.1, 0.5),
     "radio_skipped_share": (0.001, 0.01),
+    "wifi_lag_ms": (10.0, 100.0),
     "rate_shortfall": (0.02, 0.05),
 }
 #: after a node comes back (resumed, restarted), its windows this long are left out as well
@@ -57,6 +58,7 @@ MEANING = {
     "capture_drop_share": "share of packets the captures' kernel buffers dropped",
     "radio_tick_late_share": "the radio ticker's 99th percentile lateness, as a share of its tick",
     "radio_skipped_share": "share of the radio's scheduled ticks skipped",
+    "wifi_lag_ms": "the 802.11 channel's simulator behind the wall clock, 99th percentile (ms)",
     "rate_shortfall": "largest share by which a rate-driven role fell short of the rate asked, beyond chance",
 }
 

@@ -131,6 +131,20 @@ def test_the_shaped_links_queue_drops_are_told_beside_the_verdict_and_do_not_jud
     assert "760 frames passed, 300 dropped" in html and "a → b (300)" in html
 
 
+def test_the_wifi_channels_simulator_lag_judges_the_run():
+    def radio(p99):
+        return {"air": {"channel": "wifi", "realtime_lag_ms": {"samples": 900, "p50": 0.2, "p99": p99, "max": 2 * p99}}}
+
+    kept_up = fidelity.measures(_manifest(radio=radio(0.4)), T0, _windows(), _host())
+    assert kept_up["verdict"] == "faithful" and kept_up["indicators"]["wifi_lag_ms"]["value"] == 0.4
+    assert kept_up["wifi"] == {"segments": ["air"], "samples": 900, "p50": 0.2, "p99": 0.4, "max": 0.8}
+    assert fidelity.measures(_manifest(radio=radio(30.0)), T0, _windows(), _host())["verdict"] == "degraded"
+    behind = fidelity.measures(_manifest(radio=radio(250.0)), T0, _windows(), _host())
+    assert behind["verdict"] == "unfaithful" and any("simulator" in r for r in behind["reasons"])
+    kernel = fidelity.measures(_manifest(), T0, _windows(), _host())
+    assert kernel["indicators"]["wifi_lag_ms"]["verdict"] == "not measured" and "wifi" not in kernel
+
+
 def test_a_scenario_sets_its_own_thresholds():
     own = _manifest(scenario={"fidelity": {"late_share": [0.05, 0.2]}})
     assert fidelity.measures(own, T0, _windows(late=3), _host())["verdict"] == "faithful"
