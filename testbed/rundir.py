@@ -328,6 +328,7 @@ def manifest_schema() -> Dict[str, Any]:
                      "realtime_lag_ms": {"type": ["object", "null"],
                                          "description": "ns-3's lag behind the wall clock: samples, p50, p99, max"},
                      "ns3_seed": {"type": ["integer", "null"]}, "ns3_run": {"type": ["integer", "null"]},
+                     "mac_queue_max_delay_ms": {"type": "number"},
                      "error": {"type": "string"}}}}
     cables = {"type": "object", "description": "what the cables medium did (testbed/media/cable.py)",
               "properties": {"queues": {

@@ -13,7 +13,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <list>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -45,6 +50,290 @@ struct Member
     uint64_t final_failed = 0;     // unicast frames given up after the retry limit
 };
 
+// -- time dilation: simulated time runs k times slower than the wall clock ---------------------
+//
+// ns-3's RealtimeSimulatorImpl paces simulated time one to one with the wall clock. This one
+// paces it at 1/k, in best-effort mode as ns-3's does: an event at simulated time t runs when
+// the wall clock reaches origin + k·t (or at once when the simulator is behind), and an event a
+// foreign thread schedules (an FdNetDevice reader handing over a frame) lands at the simulated
+// time the wall clock stands for then. It is the same design as ns-3's (one mutex, the scheduler
+// as the event list), with a condition variable in place of the synchronizer.
+
+class DilatedRealtimeSimulatorImpl : public SimulatorImpl
+{
+  public:
+    explicit DilatedRealtimeSimulatorImpl(double k)
+        : m_k(k)
+    {
+        ObjectFactory factory;
+        factory.SetTypeId("ns3::MapScheduler");
+        m_events = factory.Create<Scheduler>();
+        m_origin = std::chrono::steady_clock::now();
+    }
+
+    void Destroy() override
+    {
+        while (!m_destroyEvents.empty())
+        {
+            Ptr<EventImpl> ev = m_destroyEvents.front().PeekEventImpl();
+            m_destroyEvents.pop_front();
+            if (!ev->IsCancelled())
+            {
+                ev->Invoke();
+            }
+        }
+    }
+
+    bool IsFinished() const override
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        return m_events->IsEmpty() || m_stop;
+    }
+
+    void Stop() override
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_stop = true;
+        m_wake.notify_all();
+    }
+
+    EventId Stop(const Time& delay) override
+    {
+        return Simulator::Schedule(delay, &Simulator::Stop);
+    }
+
+    EventId Schedule(const Time& delay, EventImpl* event) override
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        return Insert(m_currentTs + delay.GetTimeStep(), m_currentContext, event);
+    }
+
+    void ScheduleWithContext(uint32_t context, const Time& delay, EventImpl* event) override
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        uint64_t base = m_currentTs;
+        if (m_running && std::this_thread::get_id() != m_main)
+        {
+            base = std::max(base, VirtualNowLocked());
+        }
+        Insert(base + delay.GetTimeStep(), context, event);
+    }
+
+    EventId ScheduleNow(EventImpl* event) override
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        return Insert(m_currentTs, m_currentContext, event);
+    }
+
+    EventId ScheduleDestroy(EventImpl* event) override
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        EventId id(Ptr<EventImpl>(event, false), m_currentTs, 0xffffffff, EventId::DESTROY);
+        m_destroyEvents.push_back(id);
+        m_uid++;
+        return id;
+    }
+
+    void Remove(const EventId& id) override
+    {
+        if (id.GetUid() == EventId::DESTROY)
+        {
+            for (auto i = m_destroyEvents.begin(); i != m_destroyEvents.end(); ++i)
+            {
+                if (*i == id)
+                {
+                    m_destroyEvents.erase(i);
+                    break;
+                }
+            }
+            return;
+        }
+        if (IsExpired(id))
+        {
+            return;
+        }
+        std::lock_guard<std::mutex> lock(m_mutex);
+        Scheduler::Event event;
+        event.impl = id.PeekEventImpl();
+        event.key.m_ts = id.GetTs();
+        event.key.m_context = id.GetContext();
+        event.key.m_uid = id.GetUid();
+        m_events->Remove(event);
+        m_unscheduledEvents--;
+        event.impl->Cancel();
+        event.impl->Unref();
+    }
+
+    void Cancel(const EventId& id) override
+    {
+        if (!IsExpired(id))
+        {
+            id.PeekEventImpl()->Cancel();
+        }
+    }
+
+    bool IsExpired(const EventId& id) const override
+    {
+        if (id.GetUid() == EventId::DESTROY)
+        {
+            if (id.PeekEventImpl() == nullptr || id.PeekEventImpl()->IsCancelled())
+            {
+                return true;
+            }
+            for (const auto& ev : m_destroyEvents)
+            {
+                if (ev == id)
+                {
+                    return false;
+                }
+            }
+            return true;
+        }
+        return id.PeekEventImpl() == nullptr || id.GetTs() < m_currentTs ||
+               (id.GetTs() == m_currentTs && id.GetUid() <= m_currentUid) ||
+               id.PeekEventImpl()->IsCancelled();
+    }
+
+    void Run() override
+    {
+        m_main = std::this_thread::get_id();
+        std::unique_lock<std::mutex> lock(m_mutex);
+        m_stop = false;
+        m_running = true;
+        // simulated time m_currentTs stands for the wall clock now
+        m_origin = std::chrono::steady_clock::now() -
+                   std::chrono::nanoseconds(static_cast<int64_t>(m_currentTs * m_k));
+        while (!m_stop)
+        {
+            if (m_events->IsEmpty())
+            {
+                m_wake.wait_for(lock, std::chrono::seconds(1));
+                continue;
+            }
+            uint64_t next = m_events->PeekNext().key.m_ts;
+            auto due = m_origin + std::chrono::nanoseconds(static_cast<int64_t>(next * m_k));
+            if (std::chrono::steady_clock::now() < due)
+            {
+                m_wake.wait_until(lock, due); // woken early by an earlier event or a stop
+                continue;
+            }
+            Scheduler::Event ev = m_events->RemoveNext();
+            m_unscheduledEvents--;
+            m_eventCount++;
+            m_currentTs = ev.key.m_ts;
+            m_currentContext = ev.key.m_context;
+            m_currentUid = ev.key.m_uid;
+            lock.unlock();
+            ev.impl->Invoke();
+            ev.impl->Unref();
+            lock.lock();
+        }
+        m_running = false;
+    }
+
+    Time Now() const override
+    {
+        return TimeStep(m_currentTs);
+    }
+
+    Time GetDelayLeft(const EventId& id) const override
+    {
+        return IsExpired(id) ? TimeStep(0) : TimeStep(id.GetTs() - m_currentTs);
+    }
+
+    Time GetMaximumSimulationTime() const override
+    {
+        return TimeStep(0x7fffffffffffffffLL);
+    }
+
+    void SetScheduler(ObjectFactory schedulerFactory) override
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        Ptr<Scheduler> scheduler = schedulerFactory.Create<Scheduler>();
+        while (!m_events->IsEmpty())
+        {
+            scheduler->Insert(m_events->RemoveNext());
+        }
+        m_events = scheduler;
+    }
+
+    uint32_t GetSystemId() const override
+    {
+        return 0;
+    }
+
+    uint32_t GetContext() const override
+    {
+        return m_currentContext;
+    }
+
+    uint64_t GetEventCount() const override
+    {
+        return m_eventCount;
+    }
+
+    /// the simulated time the wall clock stands for now (ns)
+    uint64_t VirtualNow() const
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        return VirtualNowLocked();
+    }
+
+  protected:
+    void DoDispose() override
+    {
+        while (!m_events->IsEmpty())
+        {
+            Scheduler::Event next = m_events->RemoveNext();
+            next.impl->Unref();
+        }
+        m_events = nullptr;
+        SimulatorImpl::DoDispose();
+    }
+
+  private:
+    uint64_t VirtualNowLocked() const
+    {
+        auto wall = std::chrono::steady_clock::now() - m_origin;
+        return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count() / m_k);
+    }
+
+    EventId Insert(uint64_t ts, uint32_t context, EventImpl* event)
+    {
+        Scheduler::Event ev;
+        ev.impl = event;
+        ev.key.m_ts = ts;
+        ev.key.m_context = context;
+        ev.key.m_uid = m_uid++;
+        m_unscheduledEvents++;
+        m_events->Insert(ev);
+        m_wake.notify_all();
+        return EventId(event, ts, context, ev.key.m_uid);
+    }
+
+    double m_k;
+    mutable std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::chrono::steady_clock::time_point m_origin;
+    std::thread::id m_main;
+    Ptr<Scheduler> m_events;
+    std::list<EventId> m_destroyEvents;
+    bool m_stop = false;
+    bool m_running = false;
+    uint32_t m_uid = EventId::VALID;
+    uint32_t m_currentUid = 0;
+    uint64_t m_currentTs = 0;
+    uint32_t m_currentContext = Simulator::NO_CONTEXT;
+    uint64_t m_eventCount = 0;
+    int m_unscheduledEvents = 0;
+};
+
+void
+UseDilation(double k)
+{
+    Simulator::SetImplementation(Create<DilatedRealtimeSimulatorImpl>(k));
+}
+
 std::vector<Member> members;
 std::vector<float> lag_ms;       // the simulator's lag behind the wall clock, every control tick
 int control_fd = -1;
@@ -52,11 +341,20 @@ std::string control_buffer;
 Time control_period = MilliSeconds(10);
 bool stopping = false;
 
+/// the simulated time the wall clock stands for now (ns): where the simulator should be
 inline int64_t
 WallNs()
 {
-    Ptr<RealtimeSimulatorImpl> impl = DynamicCast<RealtimeSimulatorImpl>(Simulator::GetImplementation());
-    return impl ? impl->RealtimeNow().GetNanoSeconds() : Simulator::Now().GetNanoSeconds();
+    Ptr<SimulatorImpl> impl = Simulator::GetImplementation();
+    if (Ptr<RealtimeSimulatorImpl> realtime = DynamicCast<RealtimeSimulatorImpl>(impl))
+    {
+        return realtime->RealtimeNow().GetNanoSeconds();
+    }
+    if (Ptr<DilatedRealtimeSimulatorImpl> dilated = DynamicCast<DilatedRealtimeSimulatorImpl>(impl))
+    {
+        return static_cast<int64_t>(dilated->VirtualNow());
+    }
+    return Simulator::Now().GetNanoSeconds();
 }
 
 inline Member&

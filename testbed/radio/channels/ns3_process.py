@@ -3,12 +3,13 @@
 It runs on the machine (in its network namespace), started by testbed.radio.channels.wifi:
 1. it loads ns-3 and compiles the per-frame glue (ns3_glue.cpp), then writes `{"loaded": true}`;
 2. it reads one JSON line on stdin: the segments, their members' veth ends on the machine, the
-   standard, rates, propagation, queue, initial positions, the seed and where to write the
-   statistics;
+   standard, rates, propagation, queue, initial positions, the seed, the time dilation and where
+   to write the statistics;
 3. it builds one ns-3 node per member with an 802.11 ad hoc device on its segment's shared
    YansWifiChannel and an FdNetDevice on an AF_PACKET socket bound to the member's veth end,
    writes `{"ready": true, "macs": {...}}` (the member's interface takes its wifi device's
-   address) and runs the simulator in real time;
+   address) and runs the simulator in real time, or k times slower with time dilation k
+   (DilatedRealtimeSimulatorImpl in the glue);
 4. from then on stdin is the control pipe read by the glue (positions, partitions, stop);
    at `Q` or the end of stdin it stops, writes the statistics file and `{"done": true}`.
 
@@ -89,7 +90,11 @@ def main() -> int:
         return 0
     config = json.loads(line)
 
-    ns.GlobalValue.Bind("SimulatorImplementationType", ns.StringValue("ns3::RealtimeSimulatorImpl"))
+    dilation = float(config.get("time_dilation", 1.0))
+    if dilation == 1.0:
+        ns.GlobalValue.Bind("SimulatorImplementationType", ns.StringValue("ns3::RealtimeSimulatorImpl"))
+    else:  # simulated time runs `dilation` times slower than the wall clock (before any Simulator call)
+        tb.UseDilation(dilation)
     ns.GlobalValue.Bind("ChecksumEnabled", ns.BooleanValue(True))
     ns.RngSeedManager.SetSeed(NS3_SEED)
     ns.RngSeedManager.SetRun(max(int(config["seed"]), 1))
@@ -100,6 +105,7 @@ def main() -> int:
     stream = 1
     for segment in config["segments"]:
         ns.Config.SetDefault("ns3::WifiMacQueue::MaxSize", ns.StringValue(f"{segment['queue']}p"))
+        ns.Config.SetDefault("ns3::WifiMacQueue::MaxDelay", ns.StringValue(f"{segment['queue_max_delay_ms']}ms"))
         members = segment["members"]
         nodes = ns.NodeContainer()
         nodes.Create(len(members))
