@@ -83,7 +83,7 @@ class WifiChannel(Channel):
 
     def check(self, accepted: Iterable[str]) -> FrozenSet[str]:
         source = self.medium.topo.source
-        if importlib.util.find_spec("ns") is None:
+        if importlib.util.find_spec("ns3") is None:
             raise CapabilityError(f"{source}: channel: wifi needs ns-3's Python bindings (pip install 'ns3>=3.44,<3.45'; "
                                   f"setup.sh installs them)")
         if shutil.which("ethtool") is None:
