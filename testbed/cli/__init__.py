@@ -15,9 +15,10 @@ import sys
 from typing import List, Optional
 
 from ..errors import TestbedError
-from . import analyze, clean, doctor, down, exec_, experiment, images, ls, pingall, remote, run, schema, topo, up
+from . import (analyze, clean, doctor, down, exec_, experiment, images, ls, mobility, pingall, remote, run, schema,
+               topo, up)
 
-VERBS = [doctor, run, analyze, experiment, remote, up, down, exec_, ls, pingall, clean, topo, schema, images]
+VERBS = [doctor, run, analyze, experiment, remote, up, down, exec_, ls, pingall, clean, topo, schema, images, mobility]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,62 @@
+"""Vehicles and walkers from SUMO (`testbed mobility sumo`): a real street grid, real routes and a
+real SUMO simulation, exported as an ns-2 trace that moves a radio segment's members."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from testbed.radio.mobility import load_trace
+
+
+def _make(tmp_path, name="t.ns2", *extra):
+    out = tmp_path / name
+    res = subprocess.run([sys.executable, "-m", "testbed", "mobility", "sumo", str(out), "--size", "600",
+                          "--duration", "60", "--cars", "4", "--walkers", "3", *extra],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return out
+
+
+def test_a_sumo_trace_moves_cars_then_walkers_through_the_streets_and_one_seed_gives_one_trace(tmp_path):
+    out = _make(tmp_path)
+    made = json.loads((tmp_path / "t.ns2.json").read_text())
+    assert made["nodes"] == ["car0", "car1", "car2", "car3", "walker0", "walker1", "walker2"]
+    assert made["streets"]["seed"] == 1 and "SUMO" in made["sumo_version"]
+    names = [f"c{i}" for i in range(4)] + [f"w{i}" for i in range(3)]
+    tracks = load_trace(str(out), None, names, "trace")
+    assert set(tracks) == set(names)
+
+    def speed(node):  # metres a second over the last 40 s
+        a, b = np.array(tracks[node].at(20)), np.array(tracks[node].at(60))
+        return float(np.abs(a - b).sum()) / 40  # along streets: Manhattan distance
+
+    cars, walkers = [speed(n) for n in names[:4]], [speed(n) for n in names[4:]]
+    assert min(cars) > 2.5 and max(walkers) < 2.0, (cars, walkers)
+    for node in names:  # everyone stays in the grid
+        for t in (0, 30, 60):
+            x, y, _ = tracks[node].at(t)
+            assert -20 <= x <= 620 and -20 <= y <= 620, (node, t, x, y)
+    again = _make(tmp_path, "again.ns2")
+    assert again.read_text() == out.read_text()
+    other = _make(tmp_path, "other.ns2", "--seed", "2")
+    assert other.read_text() != out.read_text()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--size", "-5"], "--size -5 is out of range"),
+    (["--block", "400", "--size", "600"], "fewer than 3 streets"),
+    (["--cars", "0", "--walkers", "0"], "nothing would move"),
+    (["--seed", "0"], "--seed 0 is out of range"),
+    (["--duration", "nan"], "--duration nan is out of range"),
+])
+def test_bad_sumo_arguments_exit_2_with_what_is_allowed_and_write_nothing(tmp_path, args, message):
+    out = tmp_path / "bad.ns2"
+    res = subprocess.run([sys.executable, "-m", "testbed", "mobility", "sumo", str(out), *args],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and message in res.stderr, res.stderr
+    assert not out.exists() and list(tmp_path.iterdir()) == []
