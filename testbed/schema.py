@@ -104,6 +104,13 @@ def _radio_segment() -> Dict[str, Any]:
             "trace": {"oneOf": [{"type": "string"},
                                 {"type": "object", "required": ["file"], "additionalProperties": False,
                                  "properties": {"file": {"type": "string"}, "format": {"enum": ["ns2", "csv"]},
+                                                "nodes": {"type": "array", "items": {"type": "string"}}}},
+                                {"type": "object", "required": ["sumo"], "additionalProperties": False,
+                                 "description": "cars and walkers SUMO moves in a street grid when the lab starts",
+                                 "properties": {"sumo": {"type": "object", "additionalProperties": False,
+                                                         "properties": {k: {"type": "number"} for k in (
+                                                             "size", "block", "cars", "walkers", "duration",
+                                                             "seed")}},
                                                 "nodes": {"type": "array", "items": {"type": "string"}}}}]},
         },
     }

@@ -60,3 +60,42 @@ def test_bad_sumo_arguments_exit_2_with_what_is_allowed_and_write_nothing(tmp_pa
                          capture_output=True, text=True)
     assert res.returncode == 2 and message in res.stderr, res.stderr
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_segment_moved_by_sumo_gets_its_trace_from_the_runs_seed_made_once_and_cached(lab_factory, tmp_path,
+                                                                                        monkeypatch):
+    from testbed.radio.sumo import Streets, cached
+    from testbed.topology import parse_topology_text
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    topo = parse_topology_text(
+        "kinds: {car: {}, walker: {}}\n"
+        "generate: {shape: nodes, groups: {c: {count: 2, kind: car}, w: {count: 2, kind: walker}}}\n"
+        "radio:\n  air: {members: [car, walker], range: 250m,\n"
+        "        trace: {sumo: {size: 500, cars: 2, walkers: 2, duration: 60}}}\n", "sumo.yaml")
+    lab = lab_factory(topo, seed=7)
+    made = lab.media_manifest()["radio"]["air"]["trace"]["made"]
+    assert made["seed"] == 7 and made["path"].startswith(str(tmp_path / "cache"))
+    expected = load_trace(made["path"], "ns2", ["c1", "c2", "w1", "w2"], "trace")
+    assert lab.position("c2") == expected["c2"].at(0.0)
+    assert cached(Streets(size_m=500, cars=2, walkers=2, duration_s=60, seed=7)) == made["path"]  # no second run
+    assert len(list((tmp_path / "cache" / "testbed" / "sumo").glob("*.ns2"))) == 1
+
+
+@pytest.mark.parametrize("trace, where, message", [
+    ("{sumo: {cars: 2, walkers: 1}}", "radio.air.trace.sumo", "the segment has 4 members"),
+    ("{sumo: {size: -1, cars: 2, walkers: 2}}", "radio.air.trace.sumo.size", "out of range"),
+    ("{sumo: {cars: 2.5, walkers: 2}}", "radio.air.trace.sumo.cars", "whole number"),
+    ("{sumo: {cars: 2, walkers: 2, speed: 3}}", "radio.air.trace.sumo.speed", "unknown field"),
+    ("{sumo: {cars: 2, walkers: 2}, file: x.ns2}", "radio.air.trace.sumo", "not both"),
+])
+def test_bad_sumo_traces_in_a_topology_are_refused_with_line_and_field(trace, where, message):
+    from testbed.errors import ValidationError
+    from testbed.topology import parse_topology_text
+
+    with pytest.raises(ValidationError) as err:
+        parse_topology_text("kinds: {car: {}, walker: {}}\n"
+                            "generate: {shape: nodes, groups: {c: {count: 2, kind: car}, w: {count: 2, kind: walker}}}\n"
+                            f"radio:\n  air: {{members: [car, walker], range: 250m, trace: {trace}}}\n", "bad.yaml")
+    assert err.value.field == where and message in err.value.message, str(err.value)
+    assert err.value.line is not None and err.value.allowed

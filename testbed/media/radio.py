@@ -64,6 +64,7 @@ class Radio(Medium):
         self._tick_late: List[float] = []  # how late each scheduled tick started (s)
         self._ticks_skipped = 0  # scheduled ticks skipped because the ticker fell a tick behind
         self._moves: List[Dict[str, Any]] = []
+        self._sumo_traces: Dict[str, Dict[str, Any]] = {}  # segment → the SUMO trace it moved by
         self._finished = False
         self.error: Optional[str] = None
 
@@ -120,7 +121,14 @@ class Radio(Medium):
         for segment in self.segments.values():
             if segment.trace is not None:
                 order = segment.trace.nodes or list(segment.members)
-                for node, track in load_trace(segment.trace.path, segment.trace.format, order, "trace").items():
+                path, fmt = segment.trace.path, segment.trace.format
+                if segment.trace.sumo is not None:  # made now (or found in the cache), from the run's seed
+                    from ..radio.sumo import Streets, cached
+
+                    streets = Streets(**{**segment.trace.sumo, "seed": segment.trace.sumo["seed"] or max(self.seed, 1)})
+                    path, fmt = cached(streets), "ns2"
+                    self._sumo_traces[segment.name] = {"path": path, **segment.trace.sumo, "seed": streets.seed}
+                for node, track in load_trace(path, fmt, order, "trace").items():
                     self._tracks.setdefault(node, track)
         for node in sorted({n for s in self.segments.values() for n in s.members}):
             if node in self._tracks:
@@ -296,6 +304,8 @@ class Radio(Medium):
             entry.update(self.channels[segment.channel].manifest(name))
             entry["mobility"] = {node: self._tracks[node].describe() for node in segment.members if node in self._tracks}
             entry["moves"] = [m for m in self._moves if m["node"] in segment.members]
+            if name in self._sumo_traces:
+                entry["trace"] = {**(entry.get("trace") or {}), "made": self._sumo_traces[name]}
             entry.update(ticks)
             errors = [e for e in (self.error, self.channels[segment.channel].error) if e]
             if errors:

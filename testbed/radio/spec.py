@@ -37,7 +37,7 @@ Point = Tuple[float, float, float]
 
 SEGMENT_KEYS = ("members", "channel", "range", "loss", "bitrate", "queue", "delay", "jitter", "tick", "trace",
                 "standard", "data_rate", "basic_rate", "propagation")
-TRACE_KEYS = ("file", "format", "nodes")
+TRACE_KEYS = ("file", "format", "nodes", "sumo")
 TRACE_FORMATS = ("ns2", "csv")
 MOBILITY_MODELS = ("static", "random-waypoint")
 MOBILITY_ALLOWED = ("static, or {model: random-waypoint, area: [[X0, Y0], [X1, Y1]], speed: [MIN, MAX] (m/s), "
@@ -71,9 +71,16 @@ class TraceSpec:
     path: str            # resolved against the topology file's directory
     format: Optional[str]
     nodes: List[str]     # node_(i) / index i of the trace → nodes[i]
+    #: instead of a file: a trace SUMO makes when the lab starts (radio.sumo.Streets' fields; a
+    #: seed of None is the run's)
+    sumo: Optional[Dict[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"file": self.file}
+        if self.sumo is not None:
+            out: Dict[str, Any] = {"sumo": {key: self.sumo[attr] for key, attr in SUMO_KEYS.items()
+                                            if self.sumo[attr] is not None}}
+        else:
+            out = {"file": self.file}
         if self.format:
             out["format"] = self.format
         out["nodes"] = list(self.nodes)
@@ -285,8 +292,49 @@ def parse_segment_fields(name: str, fields: Dict[str, Any], topology_file: str) 
     return segment
 
 
+SUMO_ALLOWED = ("{size: METRES, block: METRES, cars: N, walkers: N, duration: SECONDS, seed: N} "
+                "(defaults 2000, 250, 100, 100, 900 and the run's seed; see testbed mobility sumo)")
+SUMO_KEYS = {"size": "size_m", "block": "block_m", "cars": "cars", "walkers": "walkers", "duration": "duration_s",
+             "seed": "seed"}
+
+
+def _sumo(value: Any) -> Dict[str, Any]:
+    """`trace: {sumo: {...}}` → Streets' fields (seed None: the run's)."""
+    from ..errors import UsageError
+    from .sumo import Streets
+
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise ModelError(("trace", "sumo"), "expected the street grid's settings", SUMO_ALLOWED)
+    fields: Dict[str, Any] = {}
+    for key, item in value.items():
+        if key not in SUMO_KEYS:
+            raise ModelError(("trace", "sumo", key), f"unknown field '{key}'", ", ".join(SUMO_KEYS))
+        whole = key in ("cars", "walkers", "seed")
+        if isinstance(item, bool) or not isinstance(item, int if whole else (int, float)):
+            raise ModelError(("trace", "sumo", key), f"expected {'a whole number' if whole else 'a number'}, "
+                             f"got {item!r}", SUMO_ALLOWED)
+        fields[SUMO_KEYS[key]] = item
+    try:
+        Streets(**{**fields, "seed": fields.get("seed", 1)}).check()
+    except UsageError as exc:
+        text = str(exc).replace("--", "")
+        bad = text.split()[0]
+        key = next((k for k in SUMO_KEYS if bad == k), None)
+        message, _, allowed = text.partition(" (allowed: ")
+        raise ModelError(("trace", "sumo") + ((key,) if key else ()), message,
+                         allowed.rstrip(")") or SUMO_ALLOWED) from None
+    out = {attr: getattr(Streets(), attr) for attr in SUMO_KEYS.values()}
+    out.update(fields)
+    if "seed" not in fields:
+        out["seed"] = None  # the run's
+    return out
+
+
 def _trace(value: Any, topology_file: str) -> TraceSpec:
-    allowed = "a file name, or {file: NAME, format: ns2 or csv, nodes: [NODE, ...]}"
+    allowed = ("a file name, {file: NAME, format: ns2 or csv, nodes: [NODE, ...]}, or {sumo: {...}} "
+               "(cars and walkers SUMO moves in a street grid when the lab starts)")
     if isinstance(value, str):
         value = {"file": value}
     if not isinstance(value, dict):
@@ -294,6 +342,14 @@ def _trace(value: Any, topology_file: str) -> TraceSpec:
     for key in value:
         if key not in TRACE_KEYS:
             raise ModelError(("trace", key), f"unknown field '{key}'", ", ".join(TRACE_KEYS))
+    if "sumo" in value:
+        if "file" in value or "format" in value:
+            raise ModelError(("trace", "sumo"), "a trace is a file or made by SUMO, not both", allowed)
+        nodes = value.get("nodes", [])
+        if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
+            raise ModelError(("trace", "nodes"), "expected a list of node names",
+                             "the nodes the trace's indices 0, 1, ... stand for (default: the members in order)")
+        return TraceSpec(file="", path="", format=None, nodes=list(nodes), sumo=_sumo(value["sumo"]))
     file = value.get("file")
     if not isinstance(file, str) or not file:
         raise ModelError(("trace", "file"), "expected the trace's file name", allowed)

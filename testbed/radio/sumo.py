@@ -56,6 +56,24 @@ class Streets:
             raise UsageError(f"--seed {self.seed} is out of range (allowed: 1 to 2147483647)")
 
 
+def cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "testbed", "sumo")
+
+
+def cached(streets: Streets, progress: Callable[[str], None] = lambda message: None) -> str:
+    """The trace of these streets (`trace: {sumo: ...}` in a topology): made once and kept in the
+    cache (~/.cache/testbed/sumo), named by every setting and SUMO's version."""
+    import hashlib
+
+    key = hashlib.sha256(json.dumps([asdict(streets), _version()], sort_keys=True).encode()).hexdigest()[:16]
+    path = os.path.join(cache_dir(), f"{streets.cars}c-{streets.walkers}w-{streets.size_m:g}m-"
+                                     f"{streets.duration_s:g}s-seed{streets.seed}-{key}.ns2")
+    if not (os.path.exists(path) and os.path.exists(path + ".json")):
+        generate(path, streets, progress=progress)
+    return path
+
+
 def missing_tools() -> List[str]:
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     tools = os.path.join(os.environ.get("SUMO_HOME", SUMO_HOME), "tools")

@@ -100,11 +100,20 @@ def check_radio_members(r, parsed: Parsed, nodes: Dict[str, Node]) -> None:
                 raise r.fail(path + ("trace", "nodes", i), f"{node!r} is not a member of segment {segment.name!r}",
                              ", ".join(segment.members))
         where = path + ("trace",) if ("radio", segment.name, "trace") in r.doc.lines else path
-        problem = trace_file_problem(trace.path)
-        if problem:  # refused at the topology's line, before the trace's own errors
-            raise r.fail(where, f"{problem[0]}: {trace.path}", problem[1])
         order = trace.nodes or list(segment.members)
-        tracks = load_trace(trace.path, trace.format, order, "trace")
+        if trace.sumo is not None:  # made by SUMO when the lab starts, from the run's seed: it moves them all
+            moved = trace.sumo["cars"] + trace.sumo["walkers"]
+            if moved != len(order):
+                raise r.fail(where + ("sumo",), f"the SUMO trace moves {trace.sumo['cars']} cars and "
+                             f"{trace.sumo['walkers']} walkers ({moved} nodes), and the segment has {len(order)} "
+                             f"{'nodes in trace.nodes' if trace.nodes else 'members'}",
+                             "as many cars and walkers as the nodes the trace moves (the cars first)")
+            tracks = dict.fromkeys(order)
+        else:
+            problem = trace_file_problem(trace.path)
+            if problem:  # refused at the topology's line, before the trace's own errors
+                raise r.fail(where, f"{problem[0]}: {trace.path}", problem[1])
+            tracks = load_trace(trace.path, trace.format, order, "trace")
         for node in tracks:
             if node not in segment.members:
                 raise r.fail(path + ("trace",), f"the trace moves {node!r}, which is not a member of segment "
