@@ -7,9 +7,11 @@ thesis's 200 nodes in its 2 km square at that reach, P = 0.5 and 1.0, 4 runs), a
 29, 33-35, Table 6: knowledge age at P = 0.9 of simple gossip, the boundary and seven push-pull
 configurations, 9 runs; the set `age-sparse` runs it on the sparse topology) and
 ip-groupers.yaml (Figures 31-32: simple IP gossip against 8 groupers, P = 0.0-0.5 x C = 1-3 on
-60 switched nodes for 2 minutes, 36 runs).
+60 switched nodes for 2 minutes, 36 runs); and on the thesis's scale with SUMO's cars and walkers,
+each on the kernel range medium and on an 802.11b channel (ns-3): sumo-p.yaml (Table 5, 44
+points) and sumo-age.yaml (Figures 29, 33-35 and all 21 configurations of Table 6, 46 points).
 
-    python benchmarks/deeco_thesis.py [--set manet-p|manet-p-sparse|manet-200|age|age-sparse|ip-groupers|all] [--seeds N] [--no-run]
+    python benchmarks/deeco_thesis.py [--set manet-p|manet-p-sparse|manet-200|age|age-sparse|ip-groupers|sumo-p|sumo-age|all] [--seeds N] [--no-run]
 
 Runs `testbed experiment` on each file (resuming what is complete: about 6 minutes a MANET run
 and 3 minutes an IP run on 2 cores), then writes benchmarks/results/deeco_thesis.json: per
@@ -30,7 +32,8 @@ FILES = {"manet-p": "experiments/deeco/manet-p.yaml", "manet-p-sparse": "experim
          "age": "experiments/deeco/age.yaml",
          "age-sparse": ("experiments/deeco/age.yaml", ["--set", "topology=../topologies/deeco-manet-60-sparse.yaml"]),
          "manet-200": "experiments/deeco/manet-200.yaml",
-         "ip-groupers": "experiments/deeco/ip-groupers.yaml"}
+         "ip-groupers": "experiments/deeco/ip-groupers.yaml",
+         "sumo-p": "experiments/deeco/sumo-p.yaml", "sumo-age": "experiments/deeco/sumo-age.yaml"}
 
 if __name__ == "__main__":
     sys.exit(main(__doc__.split("\n\n")[0], FILES, "deeco", "deeco_thesis.json", "manet-p"))

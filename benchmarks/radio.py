@@ -17,10 +17,18 @@ carries without kernel drops, and memory.
    every datagram (the receivers' socket buffers are 8 MiB, so a loss is the medium's or the
    kernel's, and it is reported as such), and the first rate with loss.
 3. Memory: the benchmark process's peak RSS, and the RSS growth over a 500-member run of ticks.
+4. The 802.11 channel (`--wifi`, alone): whole DEECo runs (scenarios/deeco-manet.yaml, P = 0.5,
+   1000-byte knowledge every 5 s) on topologies/deeco-sumo-200-wifi.yaml's radio at 16, 60 and
+   200 members, the SUMO grid's side scaled with the square root of the count so that the density
+   stays the thesis's, at time dilation 1, 2 and 4: ns-3's lag behind the wall clock (p50, p99,
+   max), the frames it carried a second (frames handed to the members' kernels, and frames on the
+   air), the run's fidelity verdict and its reasons; and the largest size that stayed faithful at
+   each dilation. A size found unfaithful at k is not tried at higher sizes with that k.
 
-Prints the figures and writes benchmarks/results/radio.json.
+Prints the figures and writes benchmarks/results/radio.json (`--wifi` updates its `wifi` key).
 
 Usage: benchmarks/radio.py [--rounds 3] [--ticks 30] [--sizes 50,200,500]   (root, after ./setup.sh)
+       benchmarks/radio.py --wifi [--wifi-sizes 16,60,200] [--dilations 1,2,4] [--duration 60]
 """
 
 from __future__ import annotations
@@ -144,6 +152,70 @@ def throughput(receivers: int, rates) -> dict:
             "first_loss_pps": next((r["achieved_pps"] for r in results if r["received_min"] < r["sent"]), None)}
 
 
+WIFI_TOPOLOGY = os.path.join(ROOT, "topologies", "deeco-sumo-200-wifi.yaml")
+
+
+def wifi_run(n: int, k: float, duration_s: float, workdir: str) -> dict:
+    """One DEECo run of n members on the wifi channel at time dilation k: the channel's figures."""
+    import yaml
+
+    with open(WIFI_TOPOLOGY) as handle:
+        topo = yaml.safe_load(handle)
+    cars = n // 2
+    topo["name"] = f"bench-wifi-{n}"
+    topo["generate"]["groups"] = {"d": {"count": cars, "kind": "driver"}, "w": {"count": n - cars, "kind": "walker"}}
+    topo["radio"]["air"]["trace"] = {"sumo": {"size": round(2000 * math.sqrt(n / 200)), "block": 250, "cars": cars,
+                                              "walkers": n - cars, "duration": 900}}
+    path = os.path.join(workdir, f"wifi-{n}.yaml")
+    with open(path, "w") as handle:
+        yaml.safe_dump(topo, handle)
+    out = os.path.join(workdir, f"run-{n}-{k:g}")
+    started = time.monotonic()
+    res = subprocess.run([sys.executable, "-m", "testbed", "run", os.path.join(ROOT, "scenarios", "deeco-manet.yaml"),
+                          "--set", f"topology={path}", "--set", f"duration={duration_s:g}s",
+                          "--set", f"time_dilation={k:g}", "--seed", "1", "--out", out, "--analyze"],
+                         capture_output=True, text=True)
+    wall = time.monotonic() - started
+    if res.returncode != 0:
+        return {"members": n, "time_dilation": k, "error": (res.stderr or res.stdout).strip()[-800:]}
+    with open(os.path.join(out, "manifest.json")) as handle:
+        manifest = json.load(handle)
+    with open(os.path.join(out, "report", "results.json")) as handle:
+        results = json.load(handle)
+    radio = manifest["radio"]["air"]
+    stats = radio.get("wifi_statistics") or {}
+    seconds = duration_s * k  # wall seconds of the workload
+    fidelity = results.get("fidelity") or {}
+    return {"members": n, "time_dilation": k, "duration_s": duration_s, "wall_s": round(wall, 1),
+            "lag_ms": radio.get("realtime_lag_ms"),
+            "frames_to_members_per_s": round(sum(s["frames_to_host"] for s in stats.values()) / seconds, 1),
+            "frames_from_members_per_s": round(sum(s["frames_from_host"] for s in stats.values()) / seconds, 1),
+            "air_tx_per_s": round(sum(s["phy_tx"] for s in stats.values()) / seconds, 1),
+            "rx_lost_per_s": round(sum(s["phy_rx_error"] + sum(s["phy_rx_drop"].values())
+                                       for s in stats.values()) / seconds, 1),
+            "verdict": fidelity.get("verdict"), "reasons": fidelity.get("reasons"),
+            "wifi_lag_verdict": ((fidelity.get("indicators") or {}).get("wifi_lag_ms") or {}).get("verdict")}
+
+
+def wifi(sizes, dilations, duration_s: float) -> dict:
+    found = {"runs": [], "largest_faithful": {}}
+    with tempfile.TemporaryDirectory(prefix="radio-wifi-") as tmp:
+        for k in dilations:
+            for n in sizes:
+                result = wifi_run(n, k, duration_s, tmp)
+                found["runs"].append(result)
+                lag = result.get("lag_ms") or {}
+                print(f"  k={k:g} {n:>4} members: lag p50 {lag.get('p50')} p99 {lag.get('p99')} ms, "
+                      f"{result.get('frames_to_members_per_s')} frames/s to members, "
+                      f"{result.get('air_tx_per_s')} on the air; {result.get('verdict')} "
+                      f"{result.get('reasons') or result.get('error') or ''}", flush=True)
+                if result.get("verdict") == "faithful":
+                    found["largest_faithful"][f"{k:g}"] = n
+                else:
+                    break
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -151,7 +223,22 @@ def main() -> int:
     parser.add_argument("--sizes", default="50,200,500")
     parser.add_argument("--receivers", type=int, default=10)
     parser.add_argument("--rates", default="1000,2000,4000,8000,16000,32000")
+    parser.add_argument("--wifi", action="store_true", help="only the 802.11 channel's DEECo runs")
+    parser.add_argument("--wifi-sizes", default="16,60,200")
+    parser.add_argument("--dilations", default="1,2,4")
+    parser.add_argument("--duration", type=float, default=60.0, help="virtual seconds of each wifi run")
     args = parser.parse_args()
+    if args.wifi:
+        path = os.path.join(ROOT, "benchmarks", "results", "radio.json")
+        found = wifi([int(n) for n in args.wifi_sizes.split(",")], [float(k) for k in args.dilations.split(",")],
+                     args.duration)
+        previous = json.load(open(path)) if os.path.exists(path) else {}
+        previous["wifi"] = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release},
+                            "duration_s": args.duration, **found}
+        with open(path, "w") as handle:
+            json.dump(previous, handle, indent=1)
+        print(f"largest faithful size by time dilation: {found['largest_faithful']}")
+        return 0
     caps = detect()
     sizes = [int(s) for s in args.sizes.split(",")]
     out = {"machine": {"cores": os.cpu_count(), "kernel": os.uname().release}, "range_m": RANGE_M,
