@@ -567,6 +567,29 @@ def neighbour_summary(seg: Segment, t0: int) -> dict:
             "series": series}
 
 
+WIFI_COUNTS = ("frames_from_host", "frames_to_host", "partition_dropped", "phy_tx", "phy_rx_ok", "phy_rx_error",
+               "mac_tx_drop", "mac_retries", "mac_final_failed")
+
+
+def wifi_summary(cfg: dict) -> dict:
+    """A wifi segment's channel statistics (the manifest's, per member) as totals: frames from and
+    to the members' kernels, PHY transmissions and receptions, receptions lost after their
+    preamble (interference, noise) and not received by reason, MAC drops and retries; the largest
+    member's queueing delay p99; the simulator's lag."""
+    stats = [s for s in (cfg.get("wifi_statistics") or {}).values() if isinstance(s, dict)]
+    out: dict = {key: sum(int(s.get(key) or 0) for s in stats) for key in WIFI_COUNTS}
+    for key in ("phy_rx_drop", "mac_drop"):
+        totals: dict = {}
+        for s in stats:
+            for reason, count in (s.get(key) or {}).items():
+                totals[reason] = totals.get(reason, 0) + int(count)
+        out[key] = dict(sorted(totals.items()))
+    delays = [float(s["queue_delay_ms_p99"]) for s in stats if (s.get("queue_delay_ms_p99") or -1) >= 0]
+    out["queue_delay_ms_p99_max"] = max(delays) if delays else None
+    out["realtime_lag_ms"] = cfg.get("realtime_lag_ms")
+    return out
+
+
 def measures(run, frames) -> dict:
     """results.json's `radio` section (module docstring): per segment its settings and neighbours,
     the per-pair table, and the frames received out of range."""
@@ -589,6 +612,9 @@ def measures(run, frames) -> dict:
             "last_tick_s": (int(seg.ticks[-1]) - t0) / 1e9 if len(seg.ticks) else None,
             "frames_sent": sent,
             "neighbours": neighbour_summary(seg, t0)}
+        if cfg.get("channel") == "wifi":  # the 802.11 channel's own counts, summed over its members
+            section["segments"][seg.name]["channel"] = "wifi"
+            section["segments"][seg.name]["wifi"] = wifi_summary(cfg)
     section["receptions_out_of_range"] = sum(r["received_out_of_range"] for r in section["pairs"])
     section["receptions_at_tick_change"] = sum(r["received_at_tick_change"] for r in section["pairs"])
     section["unmatched_receptions"] = unmatched

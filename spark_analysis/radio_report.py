@@ -134,6 +134,20 @@ def html(section: dict, out_dir: str) -> str:
                  f"the loss model's expectation: {fmt(section.get('pairs_outside_interval'))}; receptions "
                  f"without their transmission in the sender's capture: {fmt(section.get('unmatched_receptions'))}"
                  f"</p>")
+    for name, s in section.get("segments", {}).items():
+        w = s.get("wifi")
+        if not w:
+            continue
+        lag = w.get("realtime_lag_ms") or {}
+        parts.append(f"<p>{name} is an 802.11 channel (ns-3): its expectation is the propagation's alone, so "
+                     f"receptions below it are the channel's collisions and queues at work, not a fault. Frames "
+                     f"from the members' kernels {fmt(w['frames_from_host'])}, handed to them {fmt(w['frames_to_host'])}; "
+                     f"transmissions on the air {fmt(w['phy_tx'])}; receptions lost after their preamble "
+                     f"{fmt(w['phy_rx_error'])}, not received {fmt(sum(w['phy_rx_drop'].values()))} "
+                     f"({', '.join(f'{k} {fmt(v)}' for k, v in w['phy_rx_drop'].items()) or 'none'}); MAC drops "
+                     f"{fmt(w['mac_tx_drop'] + sum(w['mac_drop'].values()))}, retries {fmt(w['mac_retries'])}; "
+                     f"queueing delay p99 up to {fmt(w['queue_delay_ms_p99_max'])} ms; simulator lag p99 "
+                     f"{fmt(lag.get('p99'))} ms</p>")
     rows = []
     pairs = sorted(section.get("pairs", []), key=lambda r: (not r["outside"] and not r["received_out_of_range"]))
     for r in pairs[:HTML_PAIRS]:

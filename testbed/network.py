@@ -67,6 +67,8 @@ class Lab:
         self.shaper: Shaper = choose(self.capabilities)
         self.extra_accepted = frozenset(accept_unemulated)
         self.progress = progress or (lambda message: None)
+        #: what the media's checks warned of (said through `progress`, recorded by a run's manifest)
+        self.warnings: List[str] = []
         self.runtimes: Dict[str, Runtime] = {}
         self.media: Dict[str, Medium] = {name: cls(topo, self.names, self.shaper, self.capabilities,
                                                    workdir=self.workdir, node_dirs=self.node_dirs, seed=seed,
@@ -101,8 +103,12 @@ class Lab:
             raise CapabilityError(f"Mininet is missing: {caps.checks['mininet'].detail}")
         if not caps.has("linux bridge"):
             raise CapabilityError(caps.checks["linux bridge"].detail)
+        self.warnings = []
         for medium in self.media.values():
             medium.check(self.extra_accepted)
+            self.warnings += medium.warnings()
+        for warning in self.warnings:
+            self.progress(f"warning: {warning}")
         for runtime_name, nodes in self._by_runtime().items():
             runtime = runtime_class(runtime_name)(self.names)
             runtime.check(nodes, caps)

@@ -172,6 +172,8 @@ class Run:
             # counts from the origin: virtual = origin + (wall - origin) / k (docs/RUNDIR.md)
             "time_dilation": self.scenario.time_dilation, "clock_origin_ns": self.lab.clock_origin_ns,
         }
+        if self.lab.warnings:
+            self.manifest["warnings"] = list(self.lab.warnings)
         self._write_manifest()
         record_running(self.lab.name, self.dir)
         self.timeline_log = TimelineLog(self.dir)

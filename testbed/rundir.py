@@ -371,6 +371,8 @@ def manifest_schema() -> Dict[str, Any]:
             "command": {"type": "array", "items": {"type": "string"}},
             "promises": {"type": "array", "items": {"type": "string"},
                          "description": "what the roles' protocols promise the checks (contiguous-order)"},
+            "warnings": {"type": "array", "items": {"type": "string"},
+                         "description": "what the lab's checks warned of before anything was created"},
             "versions": obj, "capabilities": obj, "build_seconds": obj, "teardown_seconds": seconds,
             "capture": capture,
             "log_events": {"type": "object", "additionalProperties": ns},

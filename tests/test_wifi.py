@@ -116,6 +116,16 @@ def test_the_expected_delivery_follows_each_propagation_model():
     assert all(0 <= v <= 1 for v in values) and list(values) == sorted(values, reverse=True)
 
 
+def test_more_members_than_the_benchmark_found_faithful_are_warned_of_before_anything_is_made():
+    from testbed.radio.channels.wifi import capacity_warnings
+
+    assert capacity_warnings(60, 1, 2) == [] and capacity_warnings(200, 2, 2) == []
+    (warning,) = capacity_warnings(200, 1, 2)
+    assert "stayed faithful up to 60 members at time_dilation 1" in warning and "time_dilation 2" in warning
+    assert "measured up to 200" in capacity_warnings(300, 4, 2)[0]
+    assert capacity_warnings(200, 1, 16) == []  # more cores than the benchmark's: its limits are lower bounds
+
+
 # -- on real networks -------------------------------------------------------------------------------
 
 def _counts(lab, senders, receiver, count, pps, base_port=7300):

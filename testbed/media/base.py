@@ -129,6 +129,10 @@ class Medium:
     def finish(self) -> None:
         """The lab is about to stop its nodes: stop changing, read counters, close records."""
 
+    def warnings(self) -> List[str]:
+        """What `check` found worth saying without refusing (said before anything is created)."""
+        return []
+
     @property
     def unemulated(self) -> FrozenSet[str]:
         """What this medium runs without so far (accepted as not emulated)."""

@@ -81,6 +81,9 @@ class Radio(Medium):
         self._unemulated = unemulated
         return self._unemulated
 
+    def warnings(self) -> List[str]:
+        return [w for channel in self.channels.values() for w in channel.warnings()]
+
     @property
     def unemulated(self) -> FrozenSet[str]:
         return self._unemulated

@@ -32,6 +32,10 @@ class Channel:
         (accepted as not emulated). Creates nothing."""
         return frozenset()
 
+    def warnings(self) -> List[str]:
+        """What `check` found worth saying without refusing."""
+        return []
+
     def add(self, build: Build) -> None:
         """Describe the segments' bridges and veth pairs."""
 

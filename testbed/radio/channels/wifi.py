@@ -49,10 +49,37 @@ STOP_TIMEOUT_S = 60.0
 CONTROL_MS = 10.0
 #: a segment's members are the ports p1..p9999 of its (unbuilt) bridge name
 MAX_MEMBERS = 9999
+#: the most members the channel carried faithfully at each time dilation on a 2-core machine, under
+#: DEECo's MANET workload (P = 0.5, 1000-byte knowledge every 5 s, SUMO mobility at the thesis's
+#: density): benchmarks/radio.py --wifi (benchmarks/results/radio.json). 200 members at k = 1 were
+#: degraded (the agents' event loops lagged 56 ms, the simulator 14 ms); the largest size measured
+#: is 200, so above it nothing is known
+FAITHFUL_MEMBERS = {1.0: 60, 2.0: 200, 4.0: 200}
+MEASURED_UP_TO = 200
 #: ns-3's WifiMacQueue drops a frame that waited longer than this (its default, set explicitly)
 QUEUE_MAX_DELAY_MS = 500
 LOG_FILE = "ns3.log"
 STATS_FILE = "wifi.json"
+
+
+def capacity_warnings(members: int, dilation: float, cores: int) -> List[str]:
+    """What a lab of `members` on the wifi channel at this dilation should know beforehand: more
+    members than the benchmark found faithful on 2 cores (benchmarks/radio.py --wifi)."""
+    measured = [k for k in sorted(FAITHFUL_MEMBERS) if k <= dilation]
+    limit = FAITHFUL_MEMBERS[measured[-1]] if measured else FAITHFUL_MEMBERS[min(FAITHFUL_MEMBERS)]
+    if cores > 2:  # more cores than the benchmark's: its limits are lower bounds
+        return []
+    if members > MEASURED_UP_TO and limit == MEASURED_UP_TO:
+        return [f"{members} members on the 802.11 channel: the benchmark (2 cores, DEECo's MANET workload) "
+                f"measured up to {MEASURED_UP_TO}; watch the run's fidelity (wifi_lag_ms, loop_lag_ms)"]
+    if members > limit:
+        better = [k for k in sorted(FAITHFUL_MEMBERS) if FAITHFUL_MEMBERS[k] >= members]
+        hint = f", or run at time_dilation {better[0]:g}, where it did" if better else ""
+        at = measured[-1] if measured else min(FAITHFUL_MEMBERS)
+        return [f"{members} members on the 802.11 channel at time_dilation {dilation:g}: on 2 cores the benchmark "
+                f"(DEECo's MANET workload, benchmarks/radio.py --wifi) stayed faithful up to {limit} members at "
+                f"time_dilation {at:g}; watch the run's fidelity verdict (wifi_lag_ms, loop_lag_ms){hint}"]
+    return []
 
 
 def _die_with_parent() -> None:  # pragma: no cover (runs in the child)
@@ -93,7 +120,12 @@ class WifiChannel(Channel):
             if len(segment.members) > MAX_MEMBERS:
                 raise CapabilityError(f"{source}: radio segment {segment.name} has {len(segment.members)} members; "
                                       f"at most {MAX_MEMBERS}")
+        self._warnings = capacity_warnings(sum(len(s.members) for _, s in self.segments.values()),
+                                           self.medium.time_dilation, os.cpu_count() or 1)
         return frozenset()
+
+    def warnings(self) -> List[str]:
+        return list(getattr(self, "_warnings", []))
 
     # -- build ------------------------------------------------------------------------------------
 
