@@ -82,6 +82,10 @@ if [ ! -e "$stamp" ]; then
   "$venv/bin/pip" install -q --upgrade pip >"$log_dir/pip.log" 2>&1
   "$venv/bin/pip" install -q -e "$here[test]" >>"$log_dir/pip.log" 2>&1 \
     || { echo "setup.sh: pip install failed; see $log_dir/pip.log" >&2; tail -20 "$log_dir/pip.log" >&2; exit 1; }
+  # cppyy (ns-3's bindings, for the 802.11 channel) builds its precompiled header on first import:
+  # here once, not inside the first lab that uses the channel
+  "$venv/bin/python" -c "import cppyy" >>"$log_dir/pip.log" 2>&1 \
+    || { echo "setup.sh: importing cppyy failed; see $log_dir/pip.log" >&2; tail -20 "$log_dir/pip.log" >&2; exit 1; }
   rm -f "$venv"/.installed-*
   touch "$stamp"
 else
