@@ -154,8 +154,9 @@ def _line(channel: str, extra: str = "") -> str:
 def test_hidden_terminals_collide_on_the_wifi_channel_and_not_on_the_kernel_medium(lab_factory):
     """a and c cannot hear each other and both reach b: on the 802.11 channel their broadcasts
     overlap at b and are lost there (b's PHY counts the failed receptions); on the kernel medium
-    every one arrives. Beyond the range nothing arrives, a unicast ping crosses with its ACKs, and
-    a partition holds on the channel as on the kernel medium."""
+    every one arrives. Beyond the range nothing arrives (until a `move` brings the node in), a
+    unicast ping crosses with its ACKs, and a partition holds on the channel as on the kernel
+    medium."""
     # each sender keeps the 1 Mbit/s basic rate busy about a third of the time (1.2 ms a frame):
     # a frame survives at b when the other sender starts none within 1.2 ms either side of it,
     # e^(-300 × 0.0024) ≈ 0.49 of the time
@@ -170,6 +171,9 @@ def test_hidden_terminals_collide_on_the_wifi_channel_and_not_on_the_kernel_medi
     far = start_probe(lab, "c", "udp-recv", 7399, 1, 3)
     run_probe(lab, "a", "udp-send", str(lab.address("a").network.broadcast_address), 7399, 50, 100)
     assert finish(far)["unique"] == 0  # 180 m: beyond the range
+    lab.move("c", (60.0, 0.0, 0.0))  # the medium's move reaches ns-3's node at once
+    assert _counts(lab, ["a"], "c", 50, 100, base_port=7394) == {"a": 50}
+    lab.move("c", (180.0, 0.0, 0.0))
     lab.partition([["a"], ["b", "c"]])  # the channel drops the other group's frames itself
     assert _counts(lab, ["a"], "b", 50, 100, base_port=7390) == {"a": 0}
     lab.heal()
