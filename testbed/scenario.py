@@ -71,8 +71,9 @@ class Scenario:
         if not self.topology_source.endswith("(inline)"):
             out.append(("topology", os.path.abspath(self.topology_source)))
         for name, segment in sorted(self.topology.radio.items()):
-            if getattr(segment, "trace", None) is not None:
-                out.append((f"trace of radio segment {name}", os.path.abspath(segment.trace.path)))
+            trace = getattr(segment, "trace", None)
+            if trace is not None and trace.sumo is None:  # SUMO's trace is made from the topology's settings
+                out.append((f"trace of radio segment {name}", os.path.abspath(trace.path)))
         return out
 
     def to_dict(self) -> Dict[str, Any]:

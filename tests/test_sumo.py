@@ -99,3 +99,18 @@ def test_bad_sumo_traces_in_a_topology_are_refused_with_line_and_field(trace, wh
                             f"radio:\n  air: {{members: [car, walker], range: 250m, trace: {trace}}}\n", "bad.yaml")
     assert err.value.field == where and message in err.value.message, str(err.value)
     assert err.value.line is not None and err.value.allowed
+
+
+def test_a_sumo_trace_is_no_file_the_run_reads_or_uploads_its_settings_are_the_topologys(tmp_path):
+    from testbed.remote.inputs import scenario_inputs
+    from testbed.scenario import parse_scenario_text
+
+    (tmp_path / "t.yaml").write_text(
+        "kinds: {car: {}, walker: {}}\n"
+        "generate: {shape: nodes, groups: {c: {count: 1, kind: car}, w: {count: 1, kind: walker}}}\n"
+        "radio:\n  air: {members: [car, walker], range: 250m, trace: {sumo: {size: 500, cars: 1, walkers: 1}}}\n")
+    (tmp_path / "s.yaml").write_text("topology: t.yaml\n")
+    scenario = parse_scenario_text("topology: t.yaml\n", str(tmp_path / "s.yaml"))
+    assert [what for what, _ in scenario.files()] == ["scenario", "topology"]  # the experiment's fingerprint
+    # a remote run uploads the scenario and the topology, and makes the SUMO trace there
+    assert sorted(rel for _, rel in scenario_inputs(str(tmp_path / "s.yaml"), scenario).files) == ["s.yaml", "t.yaml"]

@@ -53,7 +53,8 @@ def scenario_inputs(scenario_path: str, scenario: Scenario) -> Inputs:
         else:
             relative.append(scenario.topology_source)  # normalised absolute path, as the loader resolved it
     traces = [os.path.normpath(os.path.abspath(seg.trace.path)) for _, seg in sorted(scenario.topology.radio.items())
-              if getattr(seg, "trace", None) is not None and not os.path.isabs(seg.trace.file)]
+              if getattr(seg, "trace", None) is not None and seg.trace.sumo is None  # SUMO's: made there
+              and not os.path.isabs(seg.trace.file)]
     if "topology" not in absolute:
         relative += [t for t in traces if t not in relative]
     root = os.path.commonpath([os.path.dirname(f) for f in relative])
