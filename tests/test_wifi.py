@@ -117,7 +117,7 @@ def test_the_expected_delivery_follows_each_propagation_model():
 
 
 def test_more_members_than_the_benchmark_found_faithful_are_warned_of_before_anything_is_made():
-    from testbed.radio.channels.wifi import capacity_warnings
+    from testbed.media.channels.wifi import capacity_warnings
 
     assert capacity_warnings(60, 1, 2) == [] and capacity_warnings(200, 2, 2) == []
     (warning,) = capacity_warnings(200, 1, 2)

@@ -1,6 +1,6 @@
-"""The ns-3 process of the wifi channel: `python -m testbed.radio.channels.ns3_process`.
+"""The ns-3 process of the wifi channel: `python -m testbed.media.channels.ns3_process`.
 
-It runs on the machine (in its network namespace), started by testbed.radio.channels.wifi:
+It runs on the machine (in its network namespace), started by testbed.media.channels.wifi:
 1. it loads ns-3 and compiles the per-frame glue (ns3_glue.cpp), then writes `{"loaded": true}`;
 2. it reads one JSON line on stdin: the segments, their members' veth ends on the machine, the
    standard, rates, propagation, queue, initial positions, the seed, the time dilation and where

@@ -35,10 +35,10 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 import numpy as np
 
 from ...errors import CapabilityError, TestbedError
-from ...media.base import Build
+from ..base import Build
 from ...names import ENV_LAB
-from ..spec import RadioSegment
-from ..wifi import STANDARDS
+from ...radio.spec import RadioSegment
+from ...radio.wifi import STANDARDS
 from .base import Channel
 
 #: the ns-3 process: loading ns-3 and compiling the glue (about 10-20 s on these machines)
@@ -153,7 +153,7 @@ class WifiChannel(Channel):
         if self._directory is not None:
             os.makedirs(self._directory, exist_ok=True)
             self._log = open(os.path.join(self._directory, LOG_FILE), "ab")
-        self._process = subprocess.Popen([sys.executable, "-m", "testbed.radio.channels.ns3_process"],
+        self._process = subprocess.Popen([sys.executable, "-m", "testbed.media.channels.ns3_process"],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=self._log if self._log is not None else subprocess.DEVNULL,
                                          env=env, preexec_fn=_die_with_parent)

@@ -31,10 +31,10 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Tuple
 import numpy as np
 
 from ...errors import CapabilityError
-from ...media.base import Build, ReceiverPorts
+from ..base import Build, ReceiverPorts
 from ...names import NODE_TABLE
 from ...shaping import Port, nft_in_root, queue_counters
-from ..spec import RadioSegment
+from ...radio.spec import RadioSegment
 from .base import Channel
 
 #: delivery probabilities are applied in steps of one per mille (class chains radio_p1..radio_p999)

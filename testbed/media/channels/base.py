@@ -1,4 +1,4 @@
-"""The interface every radio channel implements (see testbed.radio.channels)."""
+"""The interface every radio channel implements (the registry: testbed.radio.channels)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Tuple
 
 import numpy as np
 
-from ...media.base import Build, ReceiverPorts
-from ..spec import RadioSegment
+from ..base import Build, ReceiverPorts
+from ...radio.spec import RadioSegment
 
 
 class Channel:

@@ -1,4 +1,4 @@
-// The per-frame path of the wifi channel (testbed/radio/channels/ns3_process.py), compiled by
+// The per-frame path of the wifi channel (testbed/media/channels/ns3_process.py), compiled by
 // cppyy into the ns-3 process: it joins each member's FdNetDevice (an AF_PACKET socket on the
 // machine's end of the member's veth) to the member's 802.11 device, counts what happens to
 // frames, and reads the control pipe (positions, partitions, stop) from inside the simulation,

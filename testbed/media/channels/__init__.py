@@ -1,0 +1,1 @@
+"""The radio channels' implementations (registered by name in testbed.radio.channels)."""
