@@ -215,12 +215,15 @@ def _verdicts_of(paper_name: str, name: str) -> Callable[[], str]:
     return lambda: verdicts(load(paper_name)[name])
 
 
-def _deeco_p_table(name: str, values: Sequence[float]) -> str:
+def _deeco_p_table(name: str, values: Sequence[float], medium: str = "") -> str:
+    """Table 5 beside ours; `medium` ("kernel", "wifi") picks the scenarios of an experiment that
+    runs both (named MEDIUM-simple, MEDIUM-boundary)."""
     exp = load("deeco")[name]
     p = exp["points"]
     n = majority_seeds(exp, ["messages"])
 
     def pt(scenario: str, v: float) -> str:
+        scenario = f"{medium}-{scenario}" if medium else scenario
         return f"{scenario}.P={v:g}" if f"{scenario}.P={v:g}" in p else f"{scenario}.P={v}"
 
     def thesis_ratio(v: float) -> str:
@@ -387,6 +390,19 @@ BLOCKS: Dict[str, Callable[[], str]] = {
         ("simple", "simple gossip"), ("boundary", "boundary")] + [
         (f"pp-{c}", f"push-pull, configuration {c}") for c in (24, 27, 28, 29, 34, 40, 54)]),
     "deeco/age-sparse/verdicts": _verdicts_of("deeco", "age-sparse"),
+    # the thesis's scale on both media (issue 31): placed in the document once their runs are in
+    "deeco/sumo-p/kernel": lambda: _deeco_p_table("sumo-p", [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+                                                  "kernel"),
+    "deeco/sumo-p/wifi": lambda: _deeco_p_table("sumo-p", [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+                                                "wifi"),
+    "deeco/sumo-p/verdicts": _verdicts_of("deeco", "sumo-p"),
+    "deeco/sumo-age": lambda: _deeco_age_table("sumo-age", [
+        (f"{m}-{s}", f"{m}: {label}") for s, label in
+        [("simple", "simple gossip"), ("boundary", "boundary")] + [
+            (f"pp-{c}", f"push-pull {c}") for c in (27, 40, 24, 28, 29, 34, 54, 25, 26, 30, 31, 33, 35, 37, 38, 39,
+                                                    41, 42, 46, 50, 89)]
+        for m in ("kernel", "wifi")]),
+    "deeco/sumo-age/verdicts": _verdicts_of("deeco", "sumo-age"),
     "deeco/ip-groupers": deeco_ip,
     "deeco/ip-groupers/verdicts": _verdicts_of("deeco", "ip-groupers"),
     "causal/fig5": causal_table("fig5"),
