@@ -264,6 +264,10 @@ class Lab:
         """Where the radio medium places the node now (x, y, z metres)."""
         return self.media["radio"].position(node)
 
+    def media_problems(self) -> List[str]:
+        """What went wrong in the media while the lab ran (a channel's process that died, ...)."""
+        return [p for medium in self.media.values() for p in medium.problems()]
+
     def media_manifest(self) -> Dict[str, object]:
         """What the media record for the run manifest, under their names (radio: positions,
         range, loss, airtime, mobility, ticks)."""

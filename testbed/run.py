@@ -314,6 +314,7 @@ class Run:
         except Exception as exc:
             problems.append(str(exc))
         self.manifest.update(self.lab.media_manifest())
+        problems += self.lab.media_problems()
         self.manifest["timeline"] = self.executed
         self.manifest["status"] = status
         if error:

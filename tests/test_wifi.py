@@ -269,3 +269,19 @@ def test_a_dilated_channel_carries_its_virtual_rate_in_virtual_time(lab_factory)
     lab.media["radio"].finish()
     radio = lab.media_manifest()["radio"]["air"]
     assert radio["realtime_lag_ms"]["samples"] > 100 and radio["wifi"]["standard"] == "802.11b"
+
+
+def test_a_channel_whose_ns3_process_dies_says_so_and_the_lab_still_stops(lab_factory):
+    """The ns-3 process killed under a running lab: the next tick (here a move) stops on it with
+    the reason, the run's problems name it, and the lab finishes and stops without waiting on it."""
+    from testbed.errors import TestbedError
+
+    lab = lab_factory(parse_topology_text(A + "radio: {air: {members: [a, b], range: 100m, channel: wifi}}\n",
+                                          "dies.yaml"))
+    process = lab.media["radio"].channel("wifi")._process
+    process.kill()
+    process.wait(timeout=10)
+    with pytest.raises(TestbedError, match="ns-3 process exited with status -9"):
+        lab.move("b", (20.0, 0.0, 0.0))
+    lab.media["radio"].finish()
+    assert any("ns-3 process exited" in problem for problem in lab.media_problems()), lab.media_problems()

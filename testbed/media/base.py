@@ -133,6 +133,10 @@ class Medium:
         """What `check` found worth saying without refusing (said before anything is created)."""
         return []
 
+    def problems(self) -> List[str]:
+        """What went wrong while the lab ran and the run went on (a run's manifest lists them)."""
+        return []
+
     @property
     def unemulated(self) -> FrozenSet[str]:
         """What this medium runs without so far (accepted as not emulated)."""

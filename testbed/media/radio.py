@@ -84,6 +84,10 @@ class Radio(Medium):
     def warnings(self) -> List[str]:
         return [w for channel in self.channels.values() for w in channel.warnings()]
 
+    def problems(self) -> List[str]:
+        found = [f"radio: {self.error}"] if self.error else []
+        return found + [f"radio channel {name}: {c.error}" for name, c in self.channels.items() if c.error]
+
     @property
     def unemulated(self) -> FrozenSet[str]:
         return self._unemulated

@@ -261,6 +261,11 @@ class WifiChannel(Channel):
     # -- while running ----------------------------------------------------------------------------
 
     def apply(self, t: float, ticks: List[Tuple[str, List[str], np.ndarray, np.ndarray]]) -> None:
+        proc = self._process
+        if proc is not None and proc.poll() is not None and not self._error:
+            # the channel is gone: no frame crosses any more; the ticker stops and says why
+            self._error = f"the ns-3 process exited with status {proc.returncode}{self._log_tail()}"
+            raise TestbedError(f"the 802.11 channel's {self._error}")
         lines = []
         for name, members, positions, _ in ticks:
             for node, point in zip(members, positions.tolist()):
