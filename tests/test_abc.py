@@ -13,7 +13,7 @@ import heapq
 import json
 import os
 import random
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -178,8 +178,15 @@ def test_tree_only_the_root_replies_and_the_ring_discards_a_copy_that_went_round
     assert not counted, "only the counter's host (srv1) numbers messages"
 
 
-def test_cluster_servers_take_turns_from_the_shared_queue():
-    net = _Net(_scenario("cluster"), seed=5)
+@pytest.mark.parametrize("dispatch", ["random", "free"])
+def test_cluster_servers_take_turns_from_the_shared_queue(dispatch):
+    """Every data message is fanned out by one server and every server serves: under `random`
+    (the default) the host draws a slot for each message and no server asks; under `free` the
+    servers ask the host (ABC_TAKE) when free."""
+    scenario = load_scenario(SCENARIOS["cluster"], overrides=(
+        "workload.kinds.component.params.workload=communication-intensive",
+        f"workload.kinds.server.params.dispatch={dispatch}"))
+    net = _Net(scenario, seed=5)
     components = [n for n, a in net.agents.items() if isinstance(a.role, Component)]
     net.run(sends=10, senders=components)
     forwards = {n: sum(1 for e in a.log.events if e["event"] == "send" and e["type"] == "ABC_DATA"
@@ -188,9 +195,11 @@ def test_cluster_servers_take_turns_from_the_shared_queue():
     assert all(v > 0 for v in forwards.values()), f"every server served: {forwards}"
     replies = [e for a in net.agents.values() for e in a.log.events if e["event"] == "send" and e["type"] == "ABC_REPLY"]
     assert sorted(e["message_id"] for e in replies) == list(range(10 * len(components)))
-    # only the queue's host received from components; the others only from the host
-    for n in ("srv2", "srv3"):
-        assert all(e["to"] == ["srv1"] for e in net.events(n, "send") if e["type"] == "ABC_TAKE")
+    takes = {n: [e for e in net.events(n, "send") if e["type"] == "ABC_TAKE"] for n in ("srv2", "srv3")}
+    if dispatch == "random":
+        assert not any(takes.values()), "slots are drawn by the host: nobody asks"
+    else:  # only the queue's host received from components; the others ask it for work
+        assert all(takes.values()) and all(e["to"] == ["srv1"] for t in takes.values() for e in t)
 
 
 def test_a_component_discards_what_its_attributes_do_not_satisfy_and_the_sender_names_the_receivers():
@@ -382,6 +391,12 @@ def test_structure_mistakes_are_usage_errors_naming_the_node_and_field(tmp_path)
     with pytest.raises(ValidationError) as err:
         load_scenario(str(path))
     assert "sometimes" in str(err.value) and "communication-intensive" in str(err.value)
+    cluster = open(SCENARIOS["cluster"]).read().replace("topology: ../", f"topology: {ROOT}/")
+    path.write_text(cluster.replace("server: {role: abc-cluster-server}",
+                                    "server: {role: abc-cluster-server, params: {dispatch: busy}}"))
+    with pytest.raises(ValidationError) as err:
+        load_scenario(str(path))
+    assert "dispatch" in str(err.value) and "random" in str(err.value) and "free" in str(err.value)
     nodes = {"srv1": {"id": 1, "role": "abc-tree-server", "params": {"parent": "srv2"}},
              "srv2": {"id": 2, "role": "abc-tree-server", "params": {"parent": "srv1"}}}
     param, problem, _ = check_structure("abc-tree-server", "srv1", nodes)
@@ -817,3 +832,43 @@ def test_the_analysis_job_reads_the_abc_measures_and_transmitter_states_from_log
     assert a["delivery_time"]["at_horizon"]["n"] == 2
     assert a["transmitters"]["servers"]["median_rate"] == pytest.approx(12)
     assert r["input"]["undeclared_log_fields"] == [] and r["input"]["unreadable_log_lines"] == 0
+
+
+def _waited_behind_a_busy_slot(run_dir: str) -> Tuple[int, int]:
+    """(messages a server got from the queue host while transmissions of a message it got
+    earlier were still to go out, messages servers got from the host), from the servers' logs:
+    a data message's fan-out sends carry its id, a request's reply carries the id it gives."""
+    answer = {"ABC_DATA": "ABC_DATA", "ABC_REQUEST": "ABC_REPLY"}
+    waited = handed = 0
+    for node, events in _logs(run_dir).items():
+        if not node.startswith("srv") or node == "srv1":
+            continue
+        got = [(e["t"], answer[e["type"]], e["message_id"]) for e in events
+               if e["event"] == "receive" and e.get("sender") == "srv1" and e.get("type") in answer]
+        sends = [(e["t"], e["type"], e["message_id"]) for e in events
+                 if e["event"] == "send" and e.get("type") in ("ABC_DATA", "ABC_REPLY")]
+        handed += len(got)
+        for t, kind, mid in got:
+            before = {(k, m) for tt, k, m in got if tt < t}
+            if any(st > t and (k, m) in before for st, k, m in sends):
+                waited += 1
+    return waited, handed
+
+
+@pytest.mark.parametrize("dispatch, waits", [("random", True), ("free", False)])
+def test_the_clusters_dispatch_reading_a_message_waits_behind_a_busy_slot_only_when_slots_take_regardless(
+        no_leftovers, images, tmp_path, dispatch, waits):
+    """C[3,9], every component sending, transmissions paced at λt: under the authors' dispatch
+    (`random`, the default) a server gets messages from the queue while its transmissions of
+    earlier ones are still going out, so a message waits behind a busy slot; under `free` a
+    server takes only once its transmissions have left, so none ever does."""
+    out = tmp_path / dispatch
+    res = _testbed("run", SCENARIOS["cluster"], "--out", str(out), "--quiet", "--set", "duration=4s",
+                   "--set", "quiet=2s", "--set", "workload.kinds.component.params.workload=communication-intensive",
+                   "--set", "workload.defaults.params.transmission_rate=15",
+                   "--set", "workload.defaults.params.time_unit_ms=250",
+                   "--set", f"workload.kinds.server.params.dispatch={dispatch}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    waited, handed = _waited_behind_a_busy_slot(str(out))
+    assert handed > 20, handed
+    assert (waited > 0) == waits, (dispatch, waited, handed)

@@ -7,13 +7,20 @@ reach it with messages, because the testbed's nodes share no memory:
 
 - cluster: the shared counter and the shared FIFO input queue I live on the queue host, the first
   `abc-cluster-server` of the topology unless `queue` names another (components use the same
-  rule). Components send their requests and data messages to the queue host (rule Qin). A server
-  that is free takes the next message from I (rule Qout) by sending ABC_TAKE; the host hands it
-  the message, and for a request the counter's value, incrementing the counter in the same step
-  (the exclusive lock on queue and counter of the paper). The server replies to the requester
-  (Reply) or forwards the data message to every component but its sender (dFwd/eFwd), then takes
-  again. The host is itself a server and takes its turn among the free ones, first come first
-  served.
+  rule). Components send their requests and data messages to the queue host (rule Qin), which
+  gives each, and for a request the counter's value (incrementing the counter in the same step:
+  the exclusive lock on queue and counter of the paper), to a server (rule Qout); the server
+  replies to the requester (Reply) or forwards the data message to every component but its
+  sender (dFwd/eFwd). Which server, by `dispatch`:
+  - `random` (the default): as the authors' simulator has it (ClusterServer.java in
+    giulio-garbi/AbCSimulator_vertex: each of the S slots has a handling activity at rate λh
+    whenever I is not empty, whether or not its own output queue is busy), every slot takes from
+    I; with λh = 1000 against λt = 15 the handling is instantaneous at the model's scale, so the
+    message goes at once to a slot drawn uniformly (from the run's seed), where it waits behind
+    that slot's transmissions still queued.
+  - `free`: only a free server takes, by sending ABC_TAKE once its transmissions have left; the
+    host hands it the next message (the host takes its turn among the free ones, first come first
+    served). A message then never waits behind a busy server.
 - ring: the shared counter lives on the counter host, the first `abc-ring-server` unless `counter`
   names another. A server that gets a request from one of its components asks the counter host
   for the counter's value with a request that carries the route back (the copy-and-increment
@@ -41,6 +48,7 @@ once (rule wNxt).
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from typing import Any, Deque, Dict, List, Optional, Tuple
 
@@ -132,16 +140,21 @@ class ClusterServer(Server):
         self.host = self.structure.cluster_queue(params.get("queue"))
         self.is_host = self.host == agent.name
         self.components = self.structure.components
+        self.dispatch = params.get("dispatch", DISPATCH_DEFAULT)
+        self.slots = self.structure.with_role(CLUSTER_SERVER)
+        self._draw = random.Random(agent.config.seed ^ 0xC1C1)  # the host's draw of a slot
         self.I: Deque[Tuple[Header, bytes, str]] = deque()
         self.free: Deque[str] = deque()
         self._dispatching = False
         agent.log.write("state", state="abc server", infrastructure="cluster", queue=self.host,
-                        components=len(self.components))
+                        components=len(self.components), dispatch=self.dispatch)
 
     def multicast(self) -> List[str]:
         return self.components
 
     async def run(self) -> None:
+        if self.dispatch != "free":
+            return  # the host gives each message to a slot as it comes
         if self.is_host:
             self._free(self.agent.name)
         else:
@@ -163,7 +176,8 @@ class ClusterServer(Server):
             self._dispatch()
         elif sender == self.host and header.type in (MessageType.ABC_REQUEST, MessageType.ABC_DATA):
             self._serve(header, body, header.message_id)
-            self.tx.then(self._take)  # free again once its transmissions have left
+            if self.dispatch == "free":
+                self.tx.then(self._take)  # free again once its transmissions have left
 
     def _free(self, server: str) -> None:
         if server not in self.free:
@@ -172,7 +186,18 @@ class ClusterServer(Server):
             self._dispatch()
 
     def _dispatch(self) -> None:
-        """Qout: the free servers take the queue's messages in FIFO order."""
+        """Qout: a slot drawn at random takes each message as it comes (`random`), or the free
+        servers take the queue's messages in FIFO order (`free`)."""
+        if self.dispatch != "free":
+            while self.I:
+                header, body, sender = self.I.popleft()
+                mid = self.fresh_id() if header.type == MessageType.ABC_REQUEST else header.message_id
+                slot = self._draw.choice(self.slots)
+                if slot == self.agent.name:
+                    self._serve(header, body, mid)
+                else:
+                    self.forward(header.type, header, body, [slot], message_id=mid, paced=False)
+            return
         self._dispatching = True
         try:
             while self.I and self.free:
@@ -277,6 +302,7 @@ EVENT_FIELDS = {
              "request_seq": ("integer", "that request's sequence number")},
     "state": {"infrastructure": ("string", "cluster, ring or tree (state abc server)"),
               "queue": ("string", "the cluster server that hosts the shared queue"),
+              "dispatch": ("string", "how the cluster's queue host gives messages to servers: random or free"),
               "components": (["integer", "array"], "the components the server forwards to: their number "
                                                    "(cluster) or names (ring)"),
               "next": ("string", "the next ring server"),
@@ -287,7 +313,13 @@ EVENT_FIELDS = {
               **TRANSMITTER_FIELDS},
 }
 
-CLUSTER_PARAMS = {**_STRUCTURE, "queue": (lambda v: isinstance(v, str), "the cluster server hosting the shared queue")}
+#: how the cluster's queue host gives messages to servers (see the module's docstring)
+DISPATCHES = ("random", "free")
+DISPATCH_DEFAULT = "random"
+CLUSTER_PARAMS = {**_STRUCTURE, "queue": (lambda v: isinstance(v, str), "the cluster server hosting the shared queue"),
+                  "dispatch": (lambda v: v in DISPATCHES,
+                               "random (every slot takes from the shared queue whether or not it is busy, as the "
+                               "authors' simulator does; the default) or free (only a free server takes)")}
 RING_PARAMS = {**_STRUCTURE, "next": (lambda v: isinstance(v, str), "the next ring server"),
                "counter": (lambda v: isinstance(v, str), "the ring server hosting the shared counter")}
 TREE_PARAMS = {**_STRUCTURE, "parent": (lambda v: isinstance(v, str), "the parent tree server")}
