@@ -25,9 +25,11 @@ from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Tuple
 import numpy as np
 
 from ..errors import TestbedError
+from ..errors import CapabilityError
 from ..radio.channels import channel_class
 from ..radio.spec import RadioSegment
 from .base import Build, Medium, ReceiverPorts
+from .channels.base import CLASSES, MAX_MEMBERS
 
 POSITION_FILE = "position.json"
 #: bytes of one position record (JSON padded with spaces, then a newline)
@@ -75,6 +77,10 @@ class Radio(Medium):
     # -- before anything is created ---------------------------------------------------------------
 
     def check(self, accepted: Iterable[str]) -> FrozenSet[str]:
+        for segment in self.segments.values():
+            if len(segment.members) > MAX_MEMBERS:
+                raise CapabilityError(f"{self.topo.source}: radio segment {segment.name} has {len(segment.members)} "
+                                      f"members; at most {MAX_MEMBERS}")
         unemulated: FrozenSet[str] = frozenset()
         for channel in self.channels.values():
             unemulated |= channel.check(accepted)
@@ -216,11 +222,11 @@ class Radio(Medium):
                 pos = np.array([where[n] for n in members], dtype=np.float64)
                 delta = pos[:, None, :] - pos[None, :, :]
                 distance = np.sqrt((delta * delta).sum(axis=2))
-                prob = segment.delivery(distance)
-                np.fill_diagonal(prob, 0.0)
-                per_channel[segment.channel].append((name, members, pos, prob))
-                src, dst = np.nonzero(np.rint(prob * 1000))
-                records.append((name, members, pos, src, dst, distance[src, dst], prob[src, dst]))
+                classes = np.rint(segment.delivery(distance) * CLASSES).astype(np.int32)
+                np.fill_diagonal(classes, 0)
+                per_channel[segment.channel].append((name, members, pos, classes))
+                src, dst = np.nonzero(classes)
+                records.append((name, members, pos, src, dst, distance[src, dst], classes[src, dst] / CLASSES))
             from_ns = time.time_ns()
             for channel_name, ticks in per_channel.items():
                 self.channels[channel_name].apply(t, ticks)
@@ -231,8 +237,7 @@ class Radio(Medium):
             if self._recorder is not None:
                 for name, members, pos, src, dst, dist, p in records:
                     names = np.array(members, dtype=object)
-                    self._recorder.tick(t_ns, from_ns, t, name, members, pos, names[src], names[dst], dist,
-                                        np.round(p, 3))
+                    self._recorder.tick(t_ns, from_ns, t, name, members, pos, names[src], names[dst], dist, p)
 
     def _write_positions(self, where: Dict[str, Tuple[float, float, float]], t: float, t_ns: int) -> None:
         """Each moved member's position.json, rewritten in place as one fixed-size record (a

@@ -36,7 +36,8 @@ DUP_MARK = "0x7e57"
 
 @dataclass(frozen=True)
 class Port:
-    """An interface egress to shape: its device name and the namespace it lives in."""
+    """An interface egress to shape: its device name and the namespace it lives in (`run` runs a
+    command there, for shaping and for any other setting of the interface)."""
 
     device: str
     netns_pid: Optional[int]  # None: the machine's own namespace (a switch port)
@@ -50,7 +51,8 @@ class Port:
         prefix = [] if self.netns_pid is None else ["nsenter", "-t", str(self.netns_pid), "-n", "--"]
         res = subprocess.run(prefix + args, input=stdin, capture_output=True, text=True)
         if check and res.returncode != 0:
-            raise TestbedError(f"shaping {self.device}: '{' '.join(args)}' failed: {res.stderr.strip()}")
+            where = "on the machine" if self.netns_pid is None else f"in the namespace of pid {self.netns_pid}"
+            raise TestbedError(f"{self.device} ({where}): '{' '.join(args)}' failed: {res.stderr.strip()}")
         return res
 
 

@@ -9,6 +9,13 @@ import numpy as np
 from ..base import Build, ReceiverPorts
 from ...radio.spec import RadioSegment
 
+#: delivery probabilities reach the channels, and the run's records, in steps of one per mille
+#: (the kernel channel's class chains radio_p1..radio_p999)
+CLASSES = 1000
+#: a segment's members are the ports p1..p9999 of its bridge's name (interface names are at most
+#: 15 bytes), whether or not its channel makes the bridge
+MAX_MEMBERS = 9999
+
 
 class Channel:
     """One kind of radio channel, carrying the frames of every segment of a lab that names it.
@@ -49,7 +56,8 @@ class Channel:
 
     def apply(self, t: float, ticks: List[Tuple[str, List[str], np.ndarray, np.ndarray]]) -> None:
         """Positions at model time t: for each segment (name, members, positions as an n×3
-        array, delivery probability as an n×n array with 0 out of range)."""
+        array, delivery probability in per mille (CLASSES) as an n×n integer array, 0 out of
+        range)."""
 
     def partition(self, blocked: Dict[Tuple[str, str], List[str]]) -> None:
         """(node, interface) → the IPv4 addresses whose frames it must not receive ({}: heal)."""

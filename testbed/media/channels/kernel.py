@@ -35,12 +35,8 @@ from ..base import Build, ReceiverPorts
 from ...names import NODE_TABLE
 from ...shaping import Port, nft_in_root, queue_counters
 from ...radio.spec import RadioSegment
-from .base import Channel
+from .base import CLASSES, Channel
 
-#: delivery probabilities are applied in steps of one per mille (class chains radio_p1..radio_p999)
-CLASSES = 1000
-#: a segment's members are its bridge's ports p1..p9999 (interface names are at most 15 bytes)
-MAX_MEMBERS = 9999
 
 
 class KernelChannel(Channel):
@@ -66,9 +62,6 @@ class KernelChannel(Channel):
         accepted = frozenset(accepted) | topo.accept_unemulated
         unemulated = set()
         for _, segment in self.segments.values():
-            if len(segment.members) > MAX_MEMBERS:
-                raise CapabilityError(f"{topo.source}: radio segment {segment.name} has {len(segment.members)} "
-                                      f"members; at most {MAX_MEMBERS}")
             missing = segment.props().active() - medium.shaper.emulates
             refused = sorted(missing - accepted)
             if refused:
@@ -139,8 +132,7 @@ class KernelChannel(Channel):
 
     def apply(self, t: float, ticks: List[Tuple[str, List[str], np.ndarray, np.ndarray]]) -> None:
         lines: List[str] = []
-        for name, members, _, prob in ticks:
-            classes = np.rint(prob * CLASSES).astype(np.int32)
+        for name, members, _, classes in ticks:
             lines += self._changes(self.segments[name][0], name, members, classes)
             self._state[name] = classes
         if lines:

@@ -36,7 +36,8 @@ import numpy as np
 
 from ...errors import CapabilityError, TestbedError
 from ..base import Build
-from ...names import ENV_LAB
+from ...names import ENV_LAB, NODE_TABLE
+from ...shaping import Port
 from ...radio.spec import RadioSegment
 from ...radio.wifi import STANDARDS
 from .base import Channel
@@ -47,8 +48,6 @@ BUILD_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
 #: how often the simulation reads the control pipe (positions, partitions) and samples its lag
 CONTROL_MS = 10.0
-#: a segment's members are the ports p1..p9999 of its (unbuilt) bridge name
-MAX_MEMBERS = 9999
 #: the most members the channel carried faithfully at each time dilation on a 2-core machine, under
 #: DEECo's MANET workload (P = 0.5, 1000-byte knowledge every 5 s, SUMO mobility at the thesis's
 #: density): benchmarks/radio.py --wifi (benchmarks/results/radio.json). 200 members at k = 1 were
@@ -95,14 +94,15 @@ class WifiChannel(Channel):
     def __init__(self, medium, segments: Dict[str, Tuple[int, RadioSegment]]) -> None:
         super().__init__(medium, segments)
         self._host_end: Dict[Tuple[str, str], str] = {}      # (segment, node) → veth end on the machine
+        self._member_end: Dict[Tuple[str, str], Port] = {}   # (segment, node) → its radio interface
         self._index: Dict[Tuple[str, str], int] = {}         # (segment, node) → ns-3 member index
-        self._netns: Dict[str, int] = {}                      # node → pid of its network namespace
         self._sent: Dict[int, Tuple[float, float, float]] = {}
         self._process: Optional[subprocess.Popen] = None
         self._log = None
         self._macs: Dict[str, str] = {}
         self._stats: Dict[str, Any] = {}
         self._error = ""
+        self._warnings: List[str] = []
         self._write_lock = threading.Lock()
         self._directory = os.path.join(medium.workdir, "radio") if medium.workdir else None
 
@@ -116,16 +116,12 @@ class WifiChannel(Channel):
         if shutil.which("ethtool") is None:
             raise CapabilityError(f"{source}: channel: wifi needs ethtool to turn the members' checksum and "
                                   f"segmentation offloads off (apt-get install ethtool; setup.sh installs it)")
-        for _, segment in self.segments.values():
-            if len(segment.members) > MAX_MEMBERS:
-                raise CapabilityError(f"{source}: radio segment {segment.name} has {len(segment.members)} members; "
-                                      f"at most {MAX_MEMBERS}")
         self._warnings = capacity_warnings(sum(len(s.members) for _, s in self.segments.values()),
                                            self.medium.time_dilation, os.cpu_count() or 1)
         return frozenset()
 
     def warnings(self) -> List[str]:
-        return list(getattr(self, "_warnings", []))
+        return list(self._warnings)
 
     # -- build ------------------------------------------------------------------------------------
 
@@ -141,8 +137,8 @@ class WifiChannel(Channel):
                 build.batch.append(f"link add name {interface} netns {pid} type veth peer name {host}")
                 build.batch.append(f"link set dev {host} up")
                 self._host_end[(name, node)] = host
+                self._member_end[(name, node)] = Port(device=interface, netns_pid=pid, table=NODE_TABLE)
                 self._index[(name, node)] = index
-                self._netns[node] = pid
                 index += 1
         self._launch()
 
@@ -200,12 +196,10 @@ class WifiChannel(Channel):
             if os.path.exists(path):
                 with open(path, "w") as handle:
                     handle.write("1")
-            self._run(["ethtool", "-K", host, "gro", "off"], None)
-        for (name, node), host in self._host_end.items():
-            interface = self.segments[name][1].members[node]
-            self._run(["ethtool", "-K", interface, "tx", "off", "tso", "off", "gso", "off", "gro", "off"], node)
+            Port(device=host, netns_pid=None, table=NODE_TABLE).run(["ethtool", "-K", host, "gro", "off"])
+        for port in self._member_end.values():
+            port.run(["ethtool", "-K", port.device, "tx", "off", "tso", "off", "gso", "off", "gro", "off"])
         self._answer("loaded", LOAD_TIMEOUT_S)
-        where = {node: self.medium.position(node) for node in self._netns}
         segments = []
         for name, (_, segment) in self.segments.items():
             wifi = segment.wifi
@@ -221,7 +215,8 @@ class WifiChannel(Channel):
                              "queue": segment.queue_frames, "queue_max_delay_ms": QUEUE_MAX_DELAY_MS,
                              "propagation": spec,
                              "members": [{"key": f"{name}/{node}", "device": self._host_end[(name, node)],
-                                          "position": list(where[node])} for node in segment.members]})
+                                          "position": list(self.medium.position(node))}
+                                         for node in segment.members]})
         if self._directory is None:  # a lab without a run directory: the statistics go to a scratch one
             import tempfile
 
@@ -232,16 +227,8 @@ class WifiChannel(Channel):
         self._write(json.dumps(config) + "\n")
         ready = self._answer("ready", BUILD_TIMEOUT_S)
         self._macs = ready["macs"]
-        for (name, node), _ in self._host_end.items():
-            interface = self.segments[name][1].members[node]
-            self._run(["ip", "link", "set", "dev", interface, "address", self._macs[f"{name}/{node}"]], node)
-
-    def _run(self, args: List[str], node: Optional[str]) -> None:
-        command = args if node is None else ["nsenter", f"--net=/proc/{self._netns[node]}/ns/net", "--"] + args
-        res = subprocess.run(command, capture_output=True, text=True)
-        if res.returncode != 0:
-            where = "the machine" if node is None else f"node {node}"
-            raise TestbedError(f"wifi channel: '{' '.join(args)}' failed on {where}: {res.stderr.strip()}")
+        for (name, node), port in self._member_end.items():
+            port.run(["ip", "link", "set", "dev", port.device, "address", self._macs[f"{name}/{node}"]])
 
     def _write(self, text: str) -> None:
         with self._write_lock:
