@@ -743,6 +743,31 @@ def test_delivery_time_runs_from_wanting_to_send_and_dissemination_time_from_the
                                  "mean_time_units": pytest.approx((24 + 83 + 25) / 3)}
 
 
+def test_id_chain_follows_each_id_to_the_next_owner():
+    """ids 0 c1 (sent 1.0), 1 c2 (3.0), 2 c3 (5.0), 3 c1 (9.0): c2 handled id 0 at 1.2, first of
+    its two handlers; c3 handled id 1 at 4.0, last of two; c1 handled id 2 at 5.5, its only one."""
+    from spark_analysis.protocols.abc import measures
+
+    sends, deliveries, manifest, states = _paper_run()
+    chain = measures(sends, deliveries, manifest, states)["id_chain"]
+    assert chain["pairs"] == 3 and chain["same_owner"] == 0 and chain["owners"] == 3
+    assert chain["send_interval"]["mean_ms"] == pytest.approx((2000 + 2000 + 4000) / 3)
+    assert chain["send_interval"]["mean_time_units"] == pytest.approx(80 / 3)
+    assert chain["reach_next_owner"]["mean_ms"] == pytest.approx((200 + 1000 + 500) / 3)
+    assert chain["next_owner_rank"] == pytest.approx(0.5), "first of two, then last of two; one handler: no rank"
+    assert chain["cycle_repeats"] == 1.0, "id 3's owner is id 0's"
+    assert chain["first_wave_vs_node_order"] == pytest.approx(1.0), "c1, c2, c3 as the topology lists them"
+    # the owners reversed against the topology's order, and one id whose owner sends twice running
+    manifest["topology"]["nodes"] = dict(reversed(list(manifest["topology"]["nodes"].items())))
+    sends.loc[2, "origin"] = "c3"  # id 3: c3 again, after its id 2
+    chain = measures(sends, deliveries, manifest, states)["id_chain"]
+    assert chain["first_wave_vs_node_order"] == pytest.approx(-1.0)
+    assert chain["same_owner"] == 1 and chain["cycle_repeats"] == 0.0
+    # one id alone: no chain
+    one = sends.iloc[[0]].reset_index(drop=True)
+    assert "id_chain" not in measures(one, deliveries, manifest, states)
+
+
 def test_over_time_is_the_cumulative_mean_of_what_completed_by_each_point():
     from spark_analysis.protocols.abc import measures
 
@@ -795,6 +820,7 @@ def test_the_report_section_shows_both_times_and_the_transmitters():
     page = html(measures(*_paper_run()))
     assert "delivery time: wanting to send" in page and "dissemination time: data send" in page
     assert "horizon (end of the workload) at 100 time units" in page and "target rate" in page
+    assert "next owner&#x27;s rank" in page or "next owner's rank" in page
 
 
 @pytest.mark.spark

@@ -278,6 +278,25 @@ def test_the_confidence_interval_is_students_t_over_seeds():
     assert ci95([5.0]) == (5.0, None, None, None) and ci95([]) == (None, None, None, None)
 
 
+def test_an_over_time_plot_draws_each_points_reference_in_its_curves_colour():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from testbed.experiment.report import _reference_level
+
+    fig, ax = plt.subplots()
+    assert not _reference_level(ax, None, "C0") and not _reference_level(ax, {"reference_low": None}, "C0")
+    assert not ax.lines
+    assert _reference_level(ax, {"reference_low": 800, "reference_high": 800}, "C1")
+    assert [tuple(line.get_ydata()) for line in ax.lines] == [(800, 800)] and ax.lines[0].get_linestyle() == ":"
+    assert _reference_level(ax, {"reference_low": 5.5, "reference_high": 6}, "C2")
+    assert [tuple(line.get_ydata()) for line in ax.lines[1:]] == [(5.5, 5.5), (6, 6)] and len(ax.patches) == 1
+    assert ax.lines[2].get_color() == "C2"
+    plt.close(fig)
+
+
 def test_a_measure_path_reads_results_and_is_none_when_absent():
     res = {"abc": {"delivery_time": {"mean_ms": 3.5}}, "list": [{"a": 1}]}
     assert lookup(res, ("abc", "delivery_time", "mean_ms")) == 3.5

@@ -29,6 +29,16 @@ From the logs (what the components handled in id order, not first copies on the 
   request and reply round trip plus the wait for every smaller id (rule Snd).
 - `ids`: the ids the infrastructure gave (`order` of the data sends): unique and contiguous from
   0 when the sequencer is right; the checks judge the order of deliveries.
+- `id_chain`: how consecutive ids follow one another, the chain that bounds a sequencer's
+  throughput (the owner of id i + 1 sends only once it has handled id i, rule Snd): `pairs` of
+  consecutive ids both sent; `send_interval`, from the data send of id i to that of id i + 1;
+  `reach_next_owner`, from the data send of id i to its handling by the owner of id i + 1 (pairs
+  with two owners); `next_owner_rank`, the mean share of message i's handlers that handled it
+  before the next owner did (0.5 when the next owner's place among them is uniform, less when the
+  infrastructure reaches it early); `cycle_repeats`, with k distinct owners, the share of ids whose
+  owner is the owner of the id k before (1 when the owners take turns in a fixed cycle); and
+  `first_wave_vs_node_order`, Kendall's tau between the first k ids' owners and the order of the
+  topology's nodes, the order the testbed signals them to start (1: the first wave follows it).
 - `accepted` / `discarded`: deliveries whose component satisfied the sender's predicate, and
   those it discarded; `receivers_disagree` counts messages whose accepting components differ from
   the `receivers` the sender computed from the topology's attributes.
@@ -351,6 +361,9 @@ def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict,
         out["ids"] = {"count": int(len(ids)), "reused": int(len(ids) - len(unique)),
                       "first": int(unique[0]), "last": int(unique[-1]),
                       "contiguous": bool(unique[0] == 0 and unique[-1] == len(unique) - 1)}
+        chain = id_chain(s, at, manifest, unit)
+        if chain is not None:
+            out["id_chain"] = chain
     if "accepted" in first and first["accepted"].notna().any():
         acc = first["accepted"].astype("boolean").fillna(False).astype(bool)
         out["accepted"] = int(acc.sum())
@@ -373,6 +386,52 @@ def abc_measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict,
     if graph is not None:
         out["colouring"] = graph
     return out
+
+
+def id_chain(s: pd.DataFrame, at: Dict[tuple, Dict[str, int]], manifest: dict,
+             unit: Optional[float]) -> Optional[Dict[str, object]]:
+    """How the sequencer's ids follow one another (see the module's `id_chain`); None with fewer
+    than two consecutive ids. s: the data sends (origin, seq, t, order); at: per message
+    (origin, seq) each component's first handling (ns)."""
+    rows = s[s["order"].notna()]
+    by_id: Dict[int, Tuple[str, object, int]] = {}
+    for origin, seq, t, mid in zip(rows["origin"], rows["seq"], rows["t"].astype("int64"), rows["order"]):
+        by_id.setdefault(int(mid), (origin, seq, int(t)))
+    intervals, reach, ranks, same = [], [], [], 0
+    for mid in sorted(by_id):
+        if mid + 1 not in by_id:
+            continue
+        origin, seq, t = by_id[mid]
+        nxt, _, t_next = by_id[mid + 1]
+        intervals.append(t_next - t)
+        if nxt == origin:
+            same += 1
+            continue
+        handled = at.get((origin, seq), {})
+        if nxt in handled:
+            reach.append(handled[nxt] - t)
+            if len(handled) >= 2:
+                ranks.append(sum(1 for v in handled.values() if v < handled[nxt]) / (len(handled) - 1))
+    if not intervals:
+        return None
+    owners = [by_id[m][0] for m in sorted(by_id)]
+    k = len(set(owners))
+    repeats = [owners[i] == owners[i - k] for i in range(k, len(owners))]
+    order = list(((manifest.get("topology") or {}).get("nodes") or {}))
+    place = {n: i for i, n in enumerate(order)}
+    wave = [place[o] for o in owners[:k] if o in place]
+    tau = None
+    if len(wave) >= 2:
+        from scipy.stats import kendalltau
+
+        value = kendalltau(np.arange(len(wave)), np.asarray(wave)).statistic
+        tau = None if np.isnan(value) else float(value)
+    return {"pairs": len(intervals), "same_owner": same,
+            "send_interval": _in_units(stats_ms(np.asarray(intervals, np.int64)), unit),
+            "reach_next_owner": _in_units(stats_ms(np.asarray(reach, np.int64)), unit) if reach else None,
+            "next_owner_rank": float(np.mean(ranks)) if ranks else None,
+            "owners": k, "cycle_repeats": float(np.mean(repeats)) if repeats else None,
+            "first_wave_vs_node_order": tau}
 
 
 def html(a: Dict[str, object]) -> str:
@@ -416,6 +475,18 @@ def html(a: Dict[str, object]) -> str:
     parts.append(table(["ids given", "reused", "contiguous from 0", "accepted", "discarded", "receivers disagree"],
                        [[ids.get("count"), ids.get("reused"), ids.get("contiguous"), a.get("accepted"),
                          a.get("discarded"), a.get("receivers_disagree")]]))
+    chain = a.get("id_chain")
+    if chain:
+        interval, reach = chain.get("send_interval") or {}, chain.get("reach_next_owner") or {}
+        parts.append(table(["id chain", "pairs", "send interval, mean (ms)", "(time units)",
+                            "to the next owner's handling, mean (ms)", "(time units)", "next owner's rank",
+                            "owners", "cycle repeats", "first wave vs node order (tau)"],
+                           [["consecutive ids", chain["pairs"], interval.get("mean_ms"), interval.get("mean_time_units"),
+                             reach.get("mean_ms"), reach.get("mean_time_units"), chain.get("next_owner_rank"),
+                             chain.get("owners"), chain.get("cycle_repeats"), chain.get("first_wave_vs_node_order")]]))
+        parts.append("<p>The owner of id i + 1 sends only once it has handled id i: its rank is the share of "
+                     "id i's handlers that handled it first (0.5 when uniform); cycle repeats, the share of ids "
+                     "whose owner is the owner of the id one round of owners before.</p>")
     col = a.get("colouring")
     if col:
         parts.append(f"<h3>Graph colouring: <span class='{escape(col['verdict'])}'>{escape(col['verdict'])}</span></h3>")

@@ -6,7 +6,8 @@ per scenario and value of the other parameters; without a grid, one bar per scen
 are the 95% confidence interval over seeds, drawn only where there is one (a point of one seed
 has none); reference values are drawn as red crosses (a range as a red bar) at their point. A
 measure with `over_time` gets a second plot: each point's mean curve over seeds, as the papers'
-figures plot cumulative means over simulated time. The verdicts' table shows each verdict with
+figures plot cumulative means over simulated time, with each point's reference as a dotted level
+(a range as a band) in its curve's colour. The verdicts' table shows each verdict with
 the intervals it rests on.
 """
 
@@ -81,10 +82,14 @@ def plots(exp: Experiment, summary: List[Dict[str, Any]], curves: Dict[str, Any]
         made[m.name] = [name]
         if curves.get(m.name):
             fig, ax = plt.subplots(figsize=(7, 4.2))
+            referenced = False
             for pid, pts in curves[m.name].items():
                 t = [p[0] for p in pts]
                 v = [p[1] if p[1] is not None else float("nan") for p in pts]
-                ax.plot(t, v, label=pid)
+                line, = ax.plot(t, v, label=pid)
+                referenced |= _reference_level(ax, by.get((pid, m.name)), line.get_color())
+            if referenced:
+                ax.plot([], [], ":", color="grey", label="reference (in the curve's colour)")
             ax.set_xlabel("time since the run's t0")
             ax.set_ylabel(m.label + " (cumulative mean)")
             ax.set_title(f"{exp.name}: {m.label} over time (mean over seeds)", fontsize=10)
@@ -108,6 +113,19 @@ def _references(ax, pos, rows) -> None:
             ax.plot([x, x], [r["reference_low"], r["reference_high"]], color="red", linewidth=4, alpha=0.6)
     if any(r["reference_low"] is not None for r in rows) and "reference" not in ax.get_legend_handles_labels()[1]:
         ax.plot([], [], "x", color="red", mew=2, label="reference")
+
+
+def _reference_level(ax, row, colour) -> bool:
+    """An over-time plot's reference: a dotted level (a range as a faint band between two) in the
+    curve's colour, since the papers read their values off such curves; False when the point has none."""
+    if not row or row.get("reference_low") is None:
+        return False
+    low, high = row["reference_low"], row["reference_high"]
+    ax.axhline(low, color=colour, linestyle=":", linewidth=1.2)
+    if high != low:
+        ax.axhline(high, color=colour, linestyle=":", linewidth=1.2)
+        ax.axhspan(low, high, color=colour, alpha=0.08)
+    return True
 
 
 def write(exp: Experiment, runner, rows, summary, shapes, curves) -> str:
