@@ -1,0 +1,49 @@
+"""benchmarks/abc_model.py: the authors' cluster as a Markov chain, the reference the AbC
+reproduction compares the emulated cluster with."""
+
+import os
+import statistics
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+
+from abc_model import Cluster, main  # noqa: E402
+
+
+def test_ids_are_given_once_and_every_component_delivers_in_id_order():
+    model = Cluster(3, 12, None, "random", seed=7).run(300)
+    ids = sorted(model.sent_at)
+    assert ids == list(range(len(ids))) and len(ids) > 50
+    for n, got in model.handled.items():
+        assert model.owner[n] not in got, "a sender does not deliver its own message"
+    for c in range(model.C):
+        mine = sorted((t, n) for n, got in model.handled.items() for comp, t in got.items() if comp == c)
+        assert [n for _, n in mine] == sorted(n for _, n in mine), f"component {c} delivered out of id order"
+    # the data providers: only the chosen send
+    dp = Cluster(3, 12, 2, "free", seed=7).run(300)
+    assert len(set(dp.owner.values())) == 2 and sum(dp.sends) == 2
+
+
+def test_the_free_dispatch_follows_the_chain_and_the_random_one_shrinks_with_more_slots():
+    """Free slots: the gap is the chain of rule Snd alone, the next owner's place in the previous
+    message's forwarding (uniform: about (C - 2) / 2 transmissions) plus its own data transmission
+    and the first forward, each at λt = 15. Random slots: a message can wait behind a slot's
+    backlog, which more slots shorten (the paper's 6 with 10 servers, 5.5 with 31)."""
+    def gaps(servers, dispatch):
+        return [Cluster(servers, 40, None, dispatch, seed).run(600).measures()["time_gap"] for seed in range(1, 5)]
+
+    free = gaps(20, "free")
+    assert statistics.mean(free) == pytest.approx((38 / 2 + 2) / 15, rel=0.08)
+    two, five, twenty = gaps(2, "random"), gaps(5, "random"), gaps(20, "random")
+    assert min(two) > max(five) and min(five) > max(twenty)
+    assert statistics.mean(twenty) > statistics.mean(free)
+
+
+def test_bad_arguments_are_refused_with_exit_2(capsys, tmp_path):
+    assert main(["--servers", "0", "--out", str(tmp_path / "x.json")]) == 2
+    assert main(["--servers", "ten", "--out", str(tmp_path / "x.json")]) == 2
+    assert "--servers" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
+    with pytest.raises(ValueError, match="random or free"):
+        Cluster(2, 5, None, "fifo", seed=1)
