@@ -857,6 +857,7 @@ def test_the_analysis_job_reads_the_abc_measures_and_transmitter_states_from_log
     assert a["delivery_time"]["mean_ms"] == pytest.approx(7000 / 3) and a["dissemination_time"]["n"] == 3
     assert a["delivery_time"]["at_horizon"]["n"] == 2
     assert a["transmitters"]["servers"]["median_rate"] == pytest.approx(12)
+    assert a["id_chain"]["pairs"] == 3 and a["id_chain"]["next_owner_rank"] == pytest.approx(0.5)
     assert r["input"]["undeclared_log_fields"] == [] and r["input"]["unreadable_log_lines"] == 0
 
 
