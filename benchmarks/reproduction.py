@@ -211,6 +211,59 @@ def abc_ring_time_unit() -> str:
             + f"\n\nTime gap at 200 ms ÷ at 100 ms (Fieller's 95% interval): {ratio}.")
 
 
+def _model_cell(summary: Optional[Dict[str, Any]]) -> str:
+    if not summary or summary.get("mean") is None:
+        return "–"
+    low_high = summary.get("ci95")
+    return plus_minus(summary["mean"], low_high[1] - summary["mean"]) if low_high else number(summary["mean"])
+
+
+def abc_model() -> str:
+    """The authors' cluster as a Markov chain (benchmarks/abc_model.py) under both dispatches,
+    beside the paper and our emulated clusters (the ci experiment's cluster-S and cluster-S-free
+    points; shown once the experiment has both, as earlier runs had the free dispatch only)."""
+    with open(os.path.join(HERE, "results", "abc_model.json")) as fh:
+        model_doc = json.load(fh)
+    res, seeds = model_doc["results"], model_doc["seeds"]
+    ci = load("abc").get("ci") or {"points": {}}
+    dp = load("abc").get("dp") or {"points": {}}
+    both = "cluster-10-free" in ci["points"]
+    paper_values = {("ci", "time_gap"): "6 / 5.5", ("ci", "delivery_time"): "~800",
+                    ("dp", "time_gap"): "~5.5", ("dp", "delivery_time"): "~90"}
+    rows = [("ci", s) for s in (10, 20, 31)] + [("dp", 31)]
+
+    def emulated(row, measure: str, dispatch: str) -> str:
+        scenario, servers = row
+        if scenario == "dp":
+            return ours(dp["points"].get("cluster", {}).get(measure)) if dispatch == "free" else "–"
+        if not both:
+            return "–"
+        point = f"cluster-{servers}" + ("-free" if dispatch == "free" else "")
+        return ours(ci["points"].get(point, {}).get(measure))
+
+    def model(r, measure: str, dispatch: str) -> str:
+        return _model_cell(res.get(f"{r[0]}/C[{r[1]},155]/{dispatch}", {}).get(measure))
+
+    def columns(measure: str, extra: List[Column]) -> List[Column]:
+        return [("paper", lambda r: paper_values[(r[0], measure)]),
+                ("model, random", lambda r: model(r, measure, "random"))] + extra + [
+                ("model, free", lambda r: model(r, measure, "free")),
+                ("ours, random", lambda r: emulated(r, measure, "random")),
+                ("ours, free", lambda r: emulated(r, measure, "free"))]
+
+    def label(r) -> str:
+        return f"{r[0].upper()} C[{r[1]},155]"
+
+    h = model_doc["horizon_time_units"]
+    last = [(f"model, random, messages completed in t ∈ ({0.9 * h:g}, {h:g}]",
+             lambda r: model(r, "delivery_time_last_tenth", "random"))]
+    return (f"The model's values: mean over {seeds} runs ± the half-width of the 95% interval, at t = "
+            f"{model_doc['horizon_time_units']:g} time units; ours as in the tables above.\n\n"
+            "Average message time gap (time units):\n\n" + table(rows, columns("time_gap", []), "configuration", label)
+            + "\n\nAverage delivery time (time units):\n\n"
+            + table(rows, columns("delivery_time", last), "configuration", label))
+
+
 def _verdicts_of(paper_name: str, name: str) -> Callable[[], str]:
     return lambda: verdicts(load(paper_name)[name])
 
@@ -376,6 +429,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "abc/ring-time-unit/verdicts": _verdicts_of("abc", "ring-time-unit"),
     "abc/ci": abc_ci,
     "abc/ci/verdicts": _verdicts_of("abc", "ci"),
+    "abc/model": abc_model,
     "deeco/manet-p": lambda: _deeco_p_table("manet-p", [0, 0.5, 0.9, 1.0]),
     "deeco/manet-p/age": lambda: _deeco_age_table("manet-p", [("simple.P=0.9", "simple, P = 0.9"),
                                                                ("boundary.P=0.9", "boundary, P = 0.9")]),
