@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
 
-from abc_model import Cluster, main  # noqa: E402
+from abc_model import Cluster, Ring, Tree, configurations, main  # noqa: E402
 
 
 def test_ids_are_given_once_and_every_component_delivers_in_id_order():
@@ -24,6 +24,31 @@ def test_ids_are_given_once_and_every_component_delivers_in_id_order():
     # the data providers: only the chosen send
     dp = Cluster(3, 12, 2, "free", seed=7).run(300)
     assert len(set(dp.owner.values())) == 2 and sum(dp.sends) == 2
+
+
+@pytest.mark.parametrize("make", [lambda: Ring(4, 3, None, "arrival", seed=3), lambda: Ring(4, 3, None, "in-order", seed=3),
+                                  lambda: Tree(3, 2, 2, None, seed=3), lambda: Ring(5, 2, 3, "arrival", seed=3)],
+                         ids=["ring-arrival", "ring-in-order", "tree", "ring-dp"])
+def test_rings_and_trees_give_each_id_once_and_deliver_every_message_to_all_in_order(make):
+    model = make().run(200)
+    ids = sorted(model.sent_at)
+    assert ids == list(range(len(ids))) and len(ids) > 20
+    for c in range(model.C):
+        mine = [n for t, n in sorted((t, n) for n, got in model.handled.items() for comp, t in got.items() if comp == c)]
+        assert mine == sorted(mine), f"component {c} delivered out of id order"
+    early = [n for n in ids if model.sent_at[n] < 150]
+    assert all(len(model.handled.get(n, {})) == model.C - 1 for n in early), "a message missed a component"
+    assert len(model.done) >= len(early)
+
+
+def test_every_configuration_the_paper_names_is_modelled():
+    keys = set(configurations())
+    for scenario, infrastructure in [("ci", "C[10,155]"), ("ci", "C[20,155]"), ("ci", "C[31,155]"), ("ci", "R[5,31]"),
+                                     ("ci", "R[31,5]"), ("ci", "T[5,2,5]"), ("ci", "T[3,5,5]"), ("dp", "C[31,155]"),
+                                     ("dp", "R[31,5]"), ("dp", "T[3,5,5]")]:
+        assert any(k.startswith(f"{scenario}/{infrastructure}/") for k in keys), (scenario, infrastructure)
+    tree = configurations()["ci/T[5,2,5]/authors"](1)
+    assert tree.S == 31 and tree.C == 155, "T[5,2,5]: 31 servers in 5 levels, 5 components each"
 
 
 def test_the_free_dispatch_follows_the_chain_and_the_random_one_shrinks_with_more_slots():
@@ -42,8 +67,9 @@ def test_the_free_dispatch_follows_the_chain_and_the_random_one_shrinks_with_mor
 
 
 def test_bad_arguments_are_refused_with_exit_2(capsys, tmp_path):
-    assert main(["--servers", "0", "--out", str(tmp_path / "x.json")]) == 2
-    assert main(["--servers", "ten", "--out", str(tmp_path / "x.json")]) == 2
-    assert "--servers" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
+    assert main(["--seeds", "0", "--out", str(tmp_path / "x.json")]) == 2
+    assert main(["--horizon", "nan", "--out", str(tmp_path / "x.json")]) == 2
+    assert main(["--only", "C[7,155]", "--out", str(tmp_path / "x.json")]) == 2
+    assert "--only 'C[7,155]'" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
     with pytest.raises(ValueError, match="random or free"):
         Cluster(2, 5, None, "fifo", seed=1)
