@@ -1,37 +1,50 @@
-"""The AbC paper's cluster as the authors' simulator models it, simulated here as the continuous-time
-Markov chain it is, to say what the model itself gives for the communication-intensive (CI) and
-data-provider (DP) clusters under each dispatch reading, beside the paper's values and ours.
+"""The AbC paper's three infrastructures as the authors' simulator models them, simulated here as
+the continuous-time Markov chain it is, to say what the model itself gives for every configuration
+the paper names (communication intensive, CI, and data providers, DP), under each reading where the
+testbed's and the authors' differ, beside the paper's values and ours.
 
-    python benchmarks/abc_model.py [--seeds N] [--servers 10,20,31] [--horizon 2000]
+    python benchmarks/abc_model.py [--seeds N] [--horizon 2000] [--only KEY-TEXT]
 
-The model (ClusterServer.java and ComponentNode.java of giulio-garbi/AbCSimulator_vertex, read
-for this; nothing is copied): every activity takes an exponential time at its rate, in time units.
+The model (ClusterServer.java, RingNode.java, ServerNode.java, SharedCounter.java and
+ComponentNode.java of giulio-garbi/AbCSimulator_vertex, read for this; nothing is copied): every
+activity takes an exponential time at its rate, in time units (λs = 1, λt = 15, λh = 1000).
 
 - A component that wants to send (CI: always, once its previous data message has left; DP: the
-  providers only) makes an id request at λs, which reaches the cluster's shared input queue I at
-  once. Once it holds an id n and has handled every id below n, it sends its data message at λt
-  (one transmission), which reaches I.
-- Each of the S server slots has a handling activity at λh while I is not empty: it takes I's
-  head; a request gets the counter's value, and the reply goes into the slot's output queue; a
-  data message goes into it once for every component but its sender. `random` dispatch (the
-  authors'): a slot takes whether or not its output queue is busy; `free`: only a slot whose
-  output queue is empty takes (the reading the testbed had first).
-- Each slot's output queue sends its head at λt (one message to one component at a time).
-- A component handles each message that reaches it at λh (a reply gives it its id; a data
-  message goes to its delivery queue), and delivers the next id at λh; its own ids count as
+  providers only) makes an id request at λs, which reaches its server's input queue at once. Once
+  it holds an id n and has handled every id below n, it sends its data message at λt (one
+  transmission). It handles each message that reaches it at λh (a reply gives it its id; a data
+  message goes to its delivery queue) and delivers the next id at λh; its own ids count as
   delivered when sent.
+- Cluster C[S,155]: the S slots share the input queue I and the counter. Each slot has a handling
+  activity at λh while I is not empty: it takes I's head; a request gets the counter's value and
+  the reply goes into the slot's output queue; a data message goes into it once for every
+  component but its sender. `random` dispatch (the authors'): a slot takes whether or not its
+  output queue is busy; `free`: only a slot whose output queue is empty takes (the testbed's
+  first reading).
+- Ring R[S,k] and tree T[l,c,k]: every server has an input queue handled at λh (only while its
+  waiting queue W's head is not the next id to forward), W handled at λh in id order (a copy to
+  every node of its multicast set but the one it came from), and a FIFO output queue sent at λt.
+  The ring's counter is shared memory (a request is answered by the server that handles it, the
+  reply one transmission); `arrival` (the authors') passes a data message on to the next server
+  as it handles it from the input queue and drops it back where its id was given; `in-order` (the
+  testbed's) forwards it in id order, the next server first, and discards a copy already
+  forwarded. The tree's root is the only sequencer; requests and replies travel hop by hop, each
+  hop a transmission; a data message from below goes up at once and down in id order. Every
+  server has k components (31 servers and 155 components, as the paper counts them).
+- Each output queue sends its head at λt, one message to one node at a time.
 
 The measures are the authors' (AbCSystem.java): the delivery time of a message, from the start of
 its id request to its delivery at the last component; the message time gap, every interval
 between two consecutive deliveries at a component (pooled over components, the authors' mean);
 both as cumulative means at the horizon (t = 2000), where the paper reads its figures, and the
-delivery time of the messages completed in the horizon's last tenth (t in (1800, 2000]). Also the
-testbed's gap (per component, then the mean over components) and the id chain of
-spark_analysis/protocols/abc.py (the next owner's rank among a message's handlers, the send
-interval), so that the emulation's runs can be compared measure by measure.
+delivery time of the messages completed in the horizon's last tenth. Also the testbed's gap (per
+component, then the mean over components) and the id chain of spark_analysis/protocols/abc.py (the
+next owner's rank among a message's handlers, the send interval), so that the emulation's runs can
+be compared measure by measure.
 
-Writes benchmarks/results/abc_model.json: per configuration and dispatch the per-seed values and
-the mean with its 95% interval (Student's t).
+Writes benchmarks/results/abc_model.json: per configuration (SCENARIO/INFRASTRUCTURE/READING) the
+per-seed values and the mean with its 95% interval (Student's t). With --only, the other
+configurations' stored results are kept.
 """
 
 from __future__ import annotations
@@ -45,21 +58,21 @@ import random
 import sys
 import time
 from collections import deque
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "abc_model.json")
 
 
-class Cluster:
-    """One run of the chain: `components` components on `servers` slots, `senders` of them sending
-    (all for CI), rates per time unit."""
+class Model:
+    """The components and the event queue of one run: `components` components, `senders` of them
+    sending (None: all, the CI scenario), rates per time unit. A subclass is the infrastructure:
+    `_to_infrastructure` takes a component's request or data message, `_reply` and `_copy` hand a
+    reply or a data copy to a component."""
 
-    def __init__(self, servers: int, components: int, senders: Optional[int], dispatch: str, seed: int,
+    def __init__(self, components: int, senders: Optional[int], seed: int,
                  rate_s: float = 1.0, rate_t: float = 15.0, rate_h: float = 1000.0) -> None:
-        if dispatch not in ("random", "free"):
-            raise ValueError(f"dispatch {dispatch!r}: random or free")
-        self.S, self.C, self.dispatch = servers, components, dispatch
+        self.C = components
         self.ls, self.lt, self.lh = rate_s, rate_t, rate_h
         self.rng = random.Random(seed)
         chosen = range(components) if senders is None else self.rng.sample(range(components), senders)
@@ -68,10 +81,6 @@ class Cluster:
         self.heap: List[tuple] = []
         self.version: Dict[tuple, int] = {}
         self.seq = 0
-        # the cluster
-        self.I: deque = deque()
-        self.out: List[deque] = [deque() for _ in range(servers)]
-        self.counter = 0
         # the components
         self.inbox: List[deque] = [deque() for _ in range(components)]
         self.pending: List[List[int]] = [[] for _ in range(components)]   # data ids received, a heap
@@ -90,6 +99,10 @@ class Cluster:
         self.deliveries: List[List[float]] = [[] for _ in range(components)]
         self.handled: Dict[int, Dict[int, float]] = {}
 
+    def _to_infrastructure(self, c: int, kind: str, n: Optional[int]) -> None:
+        """A component's request (kind "req", n None) or data message ("data", its id n) arrives."""
+        raise NotImplementedError
+
     # -- the event queue: an activity enabled at rate r fires after Exp(r) unless disabled first
     def _arm(self, key: tuple, rate: float) -> None:
         if key in self.version:
@@ -100,18 +113,6 @@ class Cluster:
 
     def _disarm(self, key: tuple) -> None:
         self.version.pop(key, None)
-
-    def _enable(self) -> None:
-        """(Re)arm every activity whose guard holds; the memoryless rates make this the chain."""
-        if self.I:
-            for k in range(self.S):
-                if self.dispatch == "random" or not self.out[k]:
-                    self._arm(("take", k), self.lh)
-                else:
-                    self._disarm(("take", k))
-        else:
-            for k in range(self.S):
-                self._disarm(("take", k))
 
     def _arm_component(self, c: int) -> None:
         if self.inbox[c]:
@@ -124,7 +125,7 @@ class Cluster:
         if n is not None and self.last[c] >= n - 1:
             self._arm(("data", c), self.lt)
 
-    def run(self, horizon: float) -> "Cluster":
+    def run(self, horizon: float) -> "Model":
         for c in range(self.C):
             self._arm_component(c)
         while self.heap:
@@ -135,37 +136,19 @@ class Cluster:
                 break
             del self.version[key]
             self.now = t
-            getattr(self, "_" + key[0])(key[1])
+            getattr(self, "_" + key[0])(*key[1:])
         return self
 
-    # -- the activities
+    def _to_component(self, c: int, kind: str, n: int) -> None:
+        """A transmission's end: a reply or a data copy reaches component c's input queue."""
+        self.inbox[c].append((kind, n))
+        self._arm_component(c)
+
+    # -- the components' activities
     def _request(self, c: int) -> None:
         self.asking[c], self.want[c] = True, False
         self.asked_at[c] = self.now
-        self.I.append(("req", c))
-        self._enable()
-
-    def _take(self, k: int) -> None:
-        kind, x = self.I.popleft()
-        if kind == "req":
-            n, self.counter = self.counter, self.counter + 1
-            self.out[k].append(("reply", x, n))
-        else:
-            n, source = x
-            for c in range(self.C):
-                if c != source:
-                    self.out[k].append(("data", c, n))
-        self._arm(("send", k), self.lt)
-        self._enable()
-
-    def _send(self, k: int) -> None:
-        kind, c, n = self.out[k].popleft()
-        self.inbox[c].append((kind, n))
-        if self.out[k]:
-            self._arm(("send", k), self.lt)
-        self._arm_component(c)
-        if self.dispatch == "free":
-            self._enable()
+        self._to_infrastructure(c, "req", None)
 
     def _recv(self, c: int) -> None:
         kind, n = self.inbox[c].popleft()
@@ -199,8 +182,7 @@ class Cluster:
         self.mine[c].add(n)
         self._advance(c)
         self.want[c] = self.sends[c]
-        self.I.append(("data", (n, c)))
-        self._enable()
+        self._to_infrastructure(c, "data", n)
         self._arm_component(c)
 
     # -- the measures
@@ -224,6 +206,208 @@ class Cluster:
                 "send_interval": mean(steps), "next_owner_rank": mean(ranks)}
 
 
+class Cluster(Model):
+    """The cluster: `servers` slots sharing the input queue I and the counter (ClusterServer.java)."""
+
+    def __init__(self, servers: int, components: int, senders: Optional[int], dispatch: str, seed: int,
+                 **rates: float) -> None:
+        if dispatch not in ("random", "free"):
+            raise ValueError(f"dispatch {dispatch!r}: random or free")
+        super().__init__(components, senders, seed, **rates)
+        self.S, self.dispatch = servers, dispatch
+        self.I: deque = deque()
+        self.out: List[deque] = [deque() for _ in range(servers)]
+        self.counter = 0
+
+    def _to_infrastructure(self, c: int, kind: str, n: Optional[int]) -> None:
+        self.I.append(("req", c) if kind == "req" else ("data", (n, c)))
+        self._enable()
+
+    def _enable(self) -> None:
+        """(Re)arm every slot's take whose guard holds; the memoryless rates make this the chain."""
+        for k in range(self.S):
+            if self.I and (self.dispatch == "random" or not self.out[k]):
+                self._arm(("take", k), self.lh)
+            else:
+                self._disarm(("take", k))
+
+    def _take(self, k: int) -> None:
+        kind, x = self.I.popleft()
+        if kind == "req":
+            n, self.counter = self.counter, self.counter + 1
+            self.out[k].append(("reply", x, n))
+        else:
+            n, source = x
+            for c in range(self.C):
+                if c != source:
+                    self.out[k].append(("data", c, n))
+        self._arm(("send", k), self.lt)
+        self._enable()
+
+    def _send(self, k: int) -> None:
+        kind, c, n = self.out[k].popleft()
+        if self.out[k]:
+            self._arm(("send", k), self.lt)
+        self._to_component(c, kind, n)
+        if self.dispatch == "free":
+            self._enable()
+
+
+class Servers(Model):
+    """A ring or a tree of server nodes (RingNode.java, ServerNode.java): each has an input queue
+    handled at λh (only while the waiting queue W's head is not the next id to forward), W in id
+    order handled at λh, and one FIFO output queue sent at λt. Node ids: components 0..C-1, then
+    the servers. Subclasses say what a server does with what it handles."""
+
+    def __init__(self, servers: int, per_server: int, senders: Optional[int], seed: int, **rates: float) -> None:
+        super().__init__(servers * per_server, senders, seed, **rates)
+        self.S = servers
+        self.parent = [self.C + c // per_server for c in range(self.C)]
+        self.own = [list(range(s * per_server, (s + 1) * per_server)) for s in range(servers)]
+        self.inq: List[deque] = [deque() for _ in range(servers)]
+        self.W: List[List[tuple]] = [[] for _ in range(servers)]
+        self.nid = [0] * servers
+        self.out: List[deque] = [deque() for _ in range(servers)]
+        self.counter = 0
+
+    def _to_infrastructure(self, c: int, kind: str, n: Optional[int]) -> None:
+        self._to_server(self.parent[c] - self.C, ("req" if kind == "req" else "data", n, c, [c]))
+
+    def _to_server(self, s: int, message: tuple) -> None:
+        self.inq[s].append(message)
+        self._arm_server(s)
+
+    def _ready(self, s: int) -> bool:
+        return bool(self.W[s]) and self.W[s][0][0] == self.nid[s]
+
+    def _arm_server(self, s: int) -> None:
+        if self._ready(s):
+            self._arm(("forward", s), self.lh)
+            self._disarm(("handle", s))
+        else:
+            self._disarm(("forward", s))
+            if self.inq[s]:
+                self._arm(("handle", s), self.lh)
+        if self.out[s]:
+            self._arm(("send", s), self.lt)
+
+    def _emit(self, s: int, kind: str, n: Optional[int], target: int, route: Optional[list] = None) -> None:
+        self.out[s].append((kind, n, target, route))
+        self._arm(("send", s), self.lt)
+
+    def _send(self, s: int) -> None:
+        kind, n, target, route = self.out[s].popleft()
+        self._arm_server(s)
+        if target < self.C:
+            self._to_component(target, kind, n)
+        else:
+            self._to_server(target - self.C, (kind, n, self.C + s, route))
+
+    def _forward(self, s: int) -> None:
+        n, source = heapq.heappop(self.W[s])
+        for target in self.multicast(s):
+            if target != source:
+                self._emit(s, "data", n, target)
+        self.nid[s] = n + 1
+        self._arm_server(s)
+
+    def _handle(self, s: int) -> None:
+        kind, n, source, route = self.inq[s].popleft()
+        if kind == "req":
+            self.request(s, source, route)
+        elif kind == "reply":
+            self._emit(s, "reply", n, route[-1], route[:-1])
+        else:
+            self.data(s, n, source)
+        self._arm_server(s)
+
+    def _wait(self, s: int, n: int, source: int) -> None:
+        heapq.heappush(self.W[s], (n, source))
+
+    def multicast(self, s: int) -> List[int]:
+        raise NotImplementedError
+
+    def request(self, s: int, source: int, route: list) -> None:
+        raise NotImplementedError
+
+    def data(self, s: int, n: int, source: int) -> None:
+        raise NotImplementedError
+
+
+class Ring(Servers):
+    """R[S, per_server]: the shared counter answers at once wherever asked (SharedCounter.java),
+    the reply is one transmission. `relay`: `arrival` (the authors' RingNode.java) passes a data
+    message on to the next server as it handles it from its input queue, in arrival order, and
+    drops it back at the server that gave its id; `in-order` (the testbed's reading of Table 6)
+    forwards it to the next server with its own components, in id order, next server first, and
+    discards a copy whose id it has forwarded already."""
+
+    def __init__(self, servers: int, per_server: int, senders: Optional[int], relay: str, seed: int,
+                 **rates: float) -> None:
+        if relay not in ("arrival", "in-order"):
+            raise ValueError(f"relay {relay!r}: arrival or in-order")
+        super().__init__(servers, per_server, senders, seed, **rates)
+        self.relay = relay
+        self.given: List[set] = [set() for _ in range(servers)]
+
+    def _next(self, s: int) -> Optional[int]:
+        return self.C + (s + 1) % self.S if self.S > 1 else None
+
+    def multicast(self, s: int) -> List[int]:
+        if self.relay == "in-order" and self._next(s) is not None:
+            return [self._next(s)] + self.own[s]
+        return self.own[s]
+
+    def request(self, s: int, source: int, route: list) -> None:
+        n, self.counter = self.counter, self.counter + 1
+        self.given[s].add(n)
+        self._emit(s, "reply", n, source)
+
+    def data(self, s: int, n: int, source: int) -> None:
+        if self.relay == "arrival":
+            from_own = source < self.C
+            if not from_own and n in self.given[s]:
+                return  # round the ring and back where its id was given
+            if self._next(s) is not None:
+                self._emit(s, "data", n, self._next(s))
+            self._wait(s, n, source)
+        else:
+            if n < self.nid[s] or any(m == n for m, _ in self.W[s]):
+                return  # Discard
+            self._wait(s, n, source)
+
+
+class Tree(Servers):
+    """T[levels, children, per_server]: per_server components on every server (as the paper counts
+    155 components on 31 servers); requests go up hop by hop to the root, the only sequencer, and
+    replies come down, each hop a transmission; a data message from below goes up at once (wNxt)
+    and down to every child but its source in id order. A server's children: its child servers,
+    then its components."""
+
+    def __init__(self, levels: int, children: int, per_server: int, senders: Optional[int], seed: int,
+                 **rates: float) -> None:
+        servers = sum(children ** i for i in range(levels))
+        super().__init__(servers, per_server, senders, seed, **rates)
+        self.up = [None] + [self.C + (s - 1) // children for s in range(1, servers)]
+        self.below = [[self.C + c for c in range(s * children + 1, s * children + children + 1) if c < servers]
+                      + self.own[s] for s in range(servers)]
+
+    def multicast(self, s: int) -> List[int]:
+        return self.below[s]
+
+    def request(self, s: int, source: int, route: list) -> None:
+        if self.up[s] is not None:
+            self._emit(s, "req", None, self.up[s], route + [self.C + s])
+        else:
+            n, self.counter = self.counter, self.counter + 1
+            self._emit(s, "reply", n, route[-1], route[:-1])
+
+    def data(self, s: int, n: int, source: int) -> None:
+        if self.up[s] is not None and source != self.up[s]:
+            self._emit(s, "data", n, self.up[s])
+        self._wait(s, n, source)
+
+
 def interval(values: List[float]) -> Dict[str, Optional[float]]:
     xs = [v for v in values if v is not None]
     if not xs:
@@ -238,46 +422,64 @@ def interval(values: List[float]) -> Dict[str, Optional[float]]:
     return {"n": len(xs), "mean": m, "ci95": [m - h, m + h]}
 
 
-CONFIGS = {"ci": None, "dp": 15}
+def configurations() -> Dict[str, Callable[[int], Model]]:
+    """Every configuration the paper names, by key SCENARIO/INFRASTRUCTURE/READING: a function of
+    the seed that makes its model. DP: 15 senders of 155 (the authors' simulator), and the tree
+    with 10 as well; CI: every component sends."""
+    out: Dict[str, Callable[[int], Model]] = {}
+    for scenario, senders in (("ci", None), ("dp", 15)):
+        for servers in ((10, 20, 31) if scenario == "ci" else (31,)):  # the paper's DP cluster: C[31,155]
+            for dispatch in ("random", "free"):
+                out[f"{scenario}/C[{servers},155]/{dispatch}"] = (
+                    lambda seed, s=servers, d=dispatch, n=senders: Cluster(s, 155, n, d, seed))
+        for servers, per in ((5, 31), (31, 5)):
+            if scenario == "dp" and servers == 5:
+                continue  # the paper's DP ring is R[31,5] only
+            for relay in ("arrival", "in-order"):
+                out[f"{scenario}/R[{servers},{per}]/{relay}"] = (
+                    lambda seed, s=servers, k=per, r=relay, n=senders: Ring(s, k, n, r, seed))
+        for levels, children in ((5, 2), (3, 5)):
+            if scenario == "dp" and levels == 5:
+                continue  # the paper's DP tree is T[3,5,5] only
+            out[f"{scenario}/T[{levels},{children},5]/authors"] = (
+                lambda seed, lv=levels, ch=children, n=senders: Tree(lv, ch, 5, n, seed))
+    out["dp-10/T[3,5,5]/authors"] = lambda seed: Tree(3, 5, 5, 10, seed)
+    return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=10, help="runs per configuration (default 10, as the paper)")
-    ap.add_argument("--servers", default="10,20,31", help="comma-separated slot counts (default 10,20,31)")
-    ap.add_argument("--components", type=int, default=155)
     ap.add_argument("--horizon", type=float, default=2000.0, help="time units (default 2000, the paper's)")
-    ap.add_argument("--scenario", choices=sorted(CONFIGS) + ["all"], default="all")
+    ap.add_argument("--only", default="", help="the configurations whose key contains this text (default all), "
+                                               "keys SCENARIO/INFRASTRUCTURE/READING such as ci/R[31,5]/arrival")
     ap.add_argument("--out", default=RESULTS)
     args = ap.parse_args(argv)
-    try:
-        servers = [int(s) for s in args.servers.split(",")]
-        if not servers or min(servers) < 1 or args.seeds < 1 or args.components < 2 or args.horizon <= 0:
-            raise ValueError
-    except ValueError:
-        print(f"abc_model: --servers {args.servers!r}, --seeds {args.seeds}, --components {args.components}, "
-              f"--horizon {args.horizon}: positive integers (at least 2 components) and a positive horizon",
-              file=sys.stderr)
+    todo = {k: make for k, make in configurations().items() if args.only in k}
+    if args.seeds < 1 or not args.horizon > 0 or not math.isfinite(args.horizon) or not todo:
+        print(f"abc_model: --seeds {args.seeds}, --horizon {args.horizon}, --only {args.only!r}: at least one "
+              f"seed, a positive finite horizon, and a text found in a configuration's key (such as "
+              f"{next(iter(configurations()))})", file=sys.stderr)
         return 2
     results: Dict[str, Dict] = {}
-    scenarios = sorted(CONFIGS) if args.scenario == "all" else [args.scenario]
-    for scenario in scenarios:
-        for s in servers:
-            for dispatch in ("random", "free"):
-                key = f"{scenario}/C[{s},{args.components}]/{dispatch}"
-                started = time.monotonic()
-                runs = [Cluster(s, args.components, CONFIGS[scenario], dispatch, seed).run(args.horizon).measures(args.horizon)
-                        for seed in range(1, args.seeds + 1)]
-                summary = {m: interval([r[m] for r in runs]) for m in runs[0]}
-                results[key] = {"runs": runs, **summary}
-                g, d = summary["time_gap"], summary["delivery_time"]
-                print(f"{key:28s} gap {g['mean']:.3f} {g['ci95'] and [round(x, 3) for x in g['ci95']]}  "
-                      f"delivery {d['mean']:.1f}  next-owner rank {summary['next_owner_rank']['mean']:.3f}  "
-                      f"({time.monotonic() - started:.0f} s)", flush=True)
+    if os.path.exists(args.out):   # a partial run (--only) keeps the others' results
+        with open(args.out) as f:
+            old = json.load(f)
+        if old.get("seeds") == args.seeds and old.get("horizon_time_units") == args.horizon:
+            results = old.get("results", {})
+    for key, make in todo.items():
+        started = time.monotonic()
+        runs = [make(seed).run(args.horizon).measures(args.horizon) for seed in range(1, args.seeds + 1)]
+        summary = {m: interval([r[m] for r in runs]) for m in runs[0]}
+        results[key] = {"runs": runs, **summary}
+        g, d = summary["time_gap"], summary["delivery_time"]
+        print(f"{key:28s} gap {g['mean']:.3f} {g['ci95'] and [round(x, 3) for x in g['ci95']]}  "
+              f"delivery {d['mean']:.1f}  next-owner rank {summary['next_owner_rank']['mean']:.3f}  "
+              f"({time.monotonic() - started:.0f} s)", flush=True)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     doc = {"about": __doc__.split("\n\n")[0], "seeds": args.seeds, "horizon_time_units": args.horizon,
-           "components": args.components, "rates": {"lambda_s": 1.0, "lambda_t": 15.0, "lambda_h": 1000.0},
-           "results": results}
+           "rates": {"lambda_s": 1.0, "lambda_t": 15.0, "lambda_h": 1000.0},
+           "results": dict(sorted(results.items()))}
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)
     print(f"wrote {os.path.relpath(args.out, ROOT)}")
