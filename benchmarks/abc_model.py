@@ -189,21 +189,23 @@ class Model:
     def measures(self, horizon: Optional[float] = None) -> Dict[str, Optional[float]]:
         intervals = [b - a for d in self.deliveries for a, b in zip(d, d[1:])]
         per = [(d[-1] - d[0]) / (len(d) - 1) for d in self.deliveries if len(d) >= 2]
-        ranks, steps = [], []
+        ranks, steps, reach = [], [], []
         for n in sorted(self.sent_at):
             if n + 1 not in self.sent_at:
                 continue
             steps.append(self.sent_at[n + 1] - self.sent_at[n])
             nxt, got = self.owner[n + 1], self.handled.get(n, {})
-            if nxt != self.owner[n] and nxt in got and len(got) >= 2:
-                ranks.append(sum(1 for v in got.values() if v < got[nxt]) / (len(got) - 1))
+            if nxt != self.owner[n] and nxt in got:
+                reach.append(got[nxt] - self.sent_at[n])
+                if len(got) >= 2:
+                    ranks.append(sum(1 for v in got.values() if v < got[nxt]) / (len(got) - 1))
         mean = (lambda xs: sum(xs) / len(xs) if xs else None)
         end = self.now if horizon is None else horizon
         return {"delivery_time": mean([d for _, d in self.done]),
                 "delivery_time_last_tenth": mean([d for t, d in self.done if t > 0.9 * end]),
                 "time_gap": mean(intervals),
                 "time_gap_per_component": mean(per), "messages": len(self.sent_at),
-                "send_interval": mean(steps), "next_owner_rank": mean(ranks)}
+                "send_interval": mean(steps), "reach_next_owner": mean(reach), "next_owner_rank": mean(ranks)}
 
 
 class Cluster(Model):
@@ -466,7 +468,8 @@ def main(argv=None) -> int:
         with open(args.out) as f:
             old = json.load(f)
         if old.get("seeds") == args.seeds and old.get("horizon_time_units") == args.horizon:
-            results = old.get("results", {})
+            known = configurations()
+            results = {k: v for k, v in old.get("results", {}).items() if k in known}
     for key, make in todo.items():
         started = time.monotonic()
         runs = [make(seed).run(args.horizon).measures(args.horizon) for seed in range(1, args.seeds + 1)]
@@ -479,7 +482,7 @@ def main(argv=None) -> int:
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     doc = {"about": __doc__.split("\n\n")[0], "seeds": args.seeds, "horizon_time_units": args.horizon,
            "rates": {"lambda_s": 1.0, "lambda_t": 15.0, "lambda_h": 1000.0},
-           "results": dict(sorted(results.items()))}
+           "results": {k: results[k] for k in configurations() if k in results}}
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)
     print(f"wrote {os.path.relpath(args.out, ROOT)}")
