@@ -188,6 +188,20 @@ def probe_pyspark() -> Check:
         return Check("pyspark", True, "installed")
 
 
+def probe_cgroups() -> Check:
+    """Which resource limits the process runtime can apply (the docker runtime's are the engine's)."""
+    from .runtimes.cgroups import Cgroups
+
+    groups = Cgroups()
+    can = groups.available()
+    have = [limit for limit, ok in can.items() if ok]
+    version = "v2" if groups.v2 else "v1"
+    if len(have) == len(can):
+        return Check("control groups", True, f"cgroup {version}: process nodes get memory, pids and cpus limits")
+    return Check("control groups", False, f"cgroup {version}: process nodes can get "
+                 f"{', '.join(have) or 'no'} limits, not {', '.join(k for k, ok in can.items() if not ok)}")
+
+
 def probe_root() -> Check:
     ok = os.geteuid() == 0
     return Check("root", ok, "running as root" if ok else "namespaces, bridges and containers need root (sudo)",
@@ -218,7 +232,7 @@ def detect() -> Capabilities:
     checks = [
         probe_root(), probe_mininet(), probe_linux_bridge(), probe_docker(), probe_netem(),
         probe_tc("htb", "handle 1: htb default 1"), probe_tc("tbf", "tbf rate 10mbit burst 32kbit latency 50ms"),
-        probe_nftables(), probe_nft_dup(), probe_openvswitch(), probe_java(), probe_pyspark(),
+        probe_nftables(), probe_nft_dup(), probe_openvswitch(), probe_java(), probe_pyspark(), probe_cgroups(),
     ]
     by_name = {check.name: check for check in checks}
     return Capabilities(checks=by_name, backends=_backends(by_name))

@@ -189,6 +189,9 @@ def remove_lab_objects(names) -> Dict[str, int]:
     removed["processes"] = len(procs)
     _remove_network(names.lab_id, removed)
     removed.pop("iptables rules", None)
+    from .runtimes.cgroups import Cgroups
+
+    removed["control groups"] = Cgroups().remove(names.lab)
     return removed
 
 
@@ -284,6 +287,12 @@ def clean_all(lab: Optional[str] = None) -> Cleaned:
     removed["processes"] = len(procs)
 
     _remove_network(lab_id_of(lab) if lab else None, removed)
+    from .runtimes.cgroups import Cgroups
+
+    groups = Cgroups()
+    found = len(groups.leftovers(lab))
+    if found:
+        removed["control groups"] = groups.remove(lab)
     for name in states:
         if lab is None or name == lab:
             remove_state(name)
@@ -324,6 +333,12 @@ def live_owners() -> List[str]:
     return owners
 
 
+def _cgroup_leftovers() -> List[str]:
+    from .runtimes.cgroups import Cgroups
+
+    return Cgroups().leftovers()
+
+
 def leftovers() -> Dict[str, List[str]]:
     """What testbed objects exist now (for tests and `testbed clean --check`)."""
     found: Dict[str, List[str]] = {
@@ -331,6 +346,7 @@ def leftovers() -> Dict[str, List[str]]:
         "nftables tables": testbed_tables(),
         "processes": [f"{pid} ({lab})" for pid, lab in testbed_processes().items()],
         "iptables rules": ["FORWARD -i tb+ (testbed)"] if _run(["iptables", "-C"] + IPTABLES_RULE).returncode == 0 else [],
+        "control groups": _cgroup_leftovers(),
     }
     try:
         found["containers"] = dockerd.lab_containers(dockerd.client(timeout=30))

@@ -11,6 +11,8 @@ import ipaddress
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
+from .resources import DEFAULTS as DEFAULT_RESOURCES, Resources
+
 #: The seven link impairments users ask for, in the user's words.
 IMPAIRMENTS = ("delay", "jitter", "loss", "bandwidth", "corruption", "duplication", "reordering")
 
@@ -95,10 +97,15 @@ class Node:
     #: a scenario's workload `start: timeline`: the agent is not started with the network but by
     #: the timeline's `start` action (a node that joins mid-run); until then the node is down
     held: bool = False
+    #: its limits (testbed/resources.py), the defaults where its files say nothing
+    resources: Resources = field(default_factory=lambda: DEFAULT_RESOURCES)
+    #: where each limit a file set came from: {key: (file, field, line)}, for error messages
+    resource_origin: Dict[str, Tuple[str, str, Optional[int]]] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> Dict[str, Any]:
         # Resolved fields only: the kind a node inherited from is already applied.
-        out: Dict[str, Any] = {"role": self.role, "runtime": self.runtime, "image": self.image}
+        out: Dict[str, Any] = {"role": self.role, "runtime": self.runtime, "image": self.image,
+                               "resources": self.resources.to_dict()}
         for name in ("params", "attributes", "env"):
             if getattr(self, name):
                 out[name] = dict(getattr(self, name))

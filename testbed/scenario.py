@@ -21,7 +21,8 @@ from .actions import action_class, action_names
 from .actions.base import COMMON_FIELDS, DIRECTIONS, TARGET_FIELDS, Planned, node_ref
 from .errors import ValidationError
 from .model import Topology
-from .topology import NAME_ALLOWED, NAME_RE, ImpairmentError, Reader, parse_topology
+from .topology import (NAME_ALLOWED, NAME_RE, ImpairmentError, Reader, check_agent_resources, parse_topology,
+                       set_resources)
 from .units import TIME_ALLOWED, parse_time_ms
 from .yamlio import Located, Path, load_file, load_text, load_value
 
@@ -32,7 +33,7 @@ MAX_DILATION = 100
 DILATION_ALLOWED = (f"a number from 1 to {MAX_DILATION}: the emulated world runs that many times slower than the "
                     "wall clock (below 1 the machine would have to run faster than real time)")
 WORKLOAD_KEYS = ("defaults", "kinds", "nodes")
-WORKLOAD_NODE_KEYS = ("role", "params", "start")
+WORKLOAD_NODE_KEYS = ("role", "params", "start", "resources")
 #: a node's `start`: with the network (at once), or by the timeline's `start` action (a node that
 #: joins mid-run; down until then)
 STARTS = ("at-once", "timeline")
@@ -263,6 +264,10 @@ def _apply_workload(r: Reader, topology: Topology, workload: Dict[str, Any]) -> 
             if "start" in fields:
                 node.held = r.choice(fields["start"], path + ("start",), STARTS) == "timeline"
                 where = path + ("start",)
+            if "resources" in fields:
+                set_resources(node, {k: (v, r.doc, path + ("resources", k))
+                                     for k, v in r.mapping(fields["resources"], path + ("resources",)).items()})
+        check_agent_resources(node)
         if node.held and not has_agent(node):
             raise r.fail(where, f"node {name!r} runs no testbed agent (role {node.role!r}"
                          f"{', a command of its own' if node.command else ''}), so the timeline has none to start",

@@ -38,6 +38,21 @@ _distance = {"description": "metres: 120, 120m or 1.5km",
              "oneOf": [{"type": "number"}, {"type": "string", "pattern": r"^\s*-?\d+(\.\d+)?\s*(m|km)?\s*$"}]}
 _position = {"description": "[X, Y] or [X, Y, Z] in metres", "type": "array", "items": _distance,
              "minItems": 2, "maxItems": 3}
+_resources = {
+    "description": "the node's limits (testbed/resources.py); null lifts a default. Defaults: memory 1GiB, "
+                   "pids 1024, no CPU cap",
+    "type": "object", "additionalProperties": False,
+    "properties": {
+        "memory": {"description": "RAM without swap: 256MiB, 1GiB, 512m, or a number of bytes (6MiB to 1024GiB; "
+                                  "48MiB at least where the agent runs)",
+                   "oneOf": [{"type": "null"}, {"type": "integer", "minimum": 6 * 1024 ** 2},
+                             {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*([kKmMgG]|[bB]|[kKmMgG][iI]?[bB])\s*$"}]},
+        "pids": {"description": "processes and threads at once (1 to 4194304; 16 at least where the agent runs)",
+                 "oneOf": [{"type": "null"}, {"type": "integer", "minimum": 1, "maximum": 4194304}]},
+        "cpus": {"description": "a share of one core, 0.01 to 1024",
+                 "oneOf": [{"type": "null"}, {"type": "number", "minimum": 0.01, "maximum": 1024}]},
+    },
+}
 _pair_or_one = {"oneOf": [{"type": "number", "exclusiveMinimum": 0},
                           {"type": "array", "items": {"type": "number", "exclusiveMinimum": 0},
                            "minItems": 2, "maxItems": 2}]}
@@ -142,6 +157,7 @@ def topology_schema() -> Dict[str, Any]:
         "env": {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
         "position": _position,
         "mobility": _mobility,
+        "resources": _resources,
     }
     impairments = _impairments()
     impairment_object = {"type": "object", "properties": impairments, "additionalProperties": False}
@@ -230,6 +246,7 @@ def scenario_schema() -> Dict[str, Any]:
                         "additionalProperties": False})
     workload_node = {"type": "object", "additionalProperties": False,
                      "properties": {"role": {"enum": role_names()}, "params": {"type": "object"},
+                                    "resources": _resources,
                                     "start": {"enum": list(STARTS), "description": "at-once: the agent starts with "
                                               "the network; timeline: the timeline's start action starts it "
                                               "(a node that joins mid-run), and it is down until then"}}}

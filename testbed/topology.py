@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import addressing, generators
@@ -26,7 +27,7 @@ from .yamlio import Located, Path, dotted, load_file, load_text
 TOP_KEYS = ("name", "description", "defaults", "kinds", "nodes", "switches", "links",
             "link_defaults", "addressing", "accept_unemulated", "generate", "radio")
 NODE_KEYS = ("kind", "role", "params", "image", "command", "runtime", "attributes", "capabilities", "env",
-             "position", "mobility")
+             "position", "mobility", "resources")
 SWITCH_KEYS = ("type", "stp")
 SWITCH_TYPES = ("bridge", "ovs")
 IMPAIRMENT_KEYS = ("delay", "jitter", "loss", "bandwidth", "corruption", "duplication", "reordering")
@@ -167,6 +168,7 @@ def parse_topology(doc: Located, accept_unemulated: Tuple[str, ...] = ()) -> Top
         r.string(node_name if isinstance(node_name, str) else None, path, NAME_RE, NAME_ALLOWED)
         fields = r.mapping(fields, path, NODE_KEYS)
         nodes[node_name] = _node(r, node_name, fields, defaults, kinds, path)
+        check_agent_resources(nodes[node_name])
 
     switches: Dict[str, Switch] = {}
     for sw_name, fields in raw_switches.items():
@@ -249,9 +251,14 @@ def _node(r: Reader, name: str, fields: Dict[str, Any], defaults: Dict[str, Any]
                          _allowed(sorted(kinds)) if kinds else "no kinds are defined in this file")
         layers.append((kinds[kind], ("kinds", kind)))
     layers.append((fields, path))
+    limits: Dict[str, Tuple[Any, Path]] = {}  # resources, merged field by field like params
     for layer, layer_path in layers:
         for key, value in layer.items():
             if key == "kind":
+                continue
+            if key == "resources":
+                for field_name, limit in r.mapping(value, layer_path + (key,)).items():
+                    limits[field_name] = (limit, layer_path + (key, field_name))
                 continue
             if key in ("params", "attributes", "env") and isinstance(value, dict) and isinstance(resolved.get(key), dict):
                 resolved[key] = {**resolved[key], **value}
@@ -299,7 +306,37 @@ def _node(r: Reader, name: str, fields: Dict[str, Any], defaults: Dict[str, Any]
                 setattr(node, key, parse(resolved[key]))
             except ModelError as exc:
                 raise r.fail(sources[key] + exc.key, exc.message, exc.allowed) from None
+    set_resources(node, {k: (v, r.doc, where) for k, (v, where) in limits.items()})
     return node
+
+
+def set_resources(node: Node, limits: Dict[str, Tuple[Any, Located, Path]]) -> None:
+    """Apply `resources` fields (value, document, path) over the node's limits; raise the file's
+    ValidationError for a bad one."""
+    from .resources import ResourceError, parse_value
+
+    changes = {}
+    for key, (value, doc, where) in limits.items():
+        try:
+            changes[key] = parse_value(key, value)
+        except ResourceError as exc:
+            raise Reader(doc).fail(where, exc.message, exc.allowed) from None
+        node.resource_origin[key] = (doc.file, dotted(where), doc.line(where))
+    if changes:
+        node.resources = replace(node.resources, **changes)
+
+
+def check_agent_resources(node: Node) -> None:
+    """A node that runs the agent must have the memory and pids it needs to start: refused at the
+    line that set the limit."""
+    from .agent_config import has_agent
+    from .resources import agent_problem
+
+    problem = agent_problem(node.resources) if has_agent(node) else None
+    if problem is None:
+        return
+    file, where, line = node.resource_origin.get(problem.key, ("", f"resources.{problem.key}", None))
+    raise ValidationError(file, where, f"{problem.message} (node {node.name}, role {node.role})", problem.allowed, line)
 
 
 _IMPAIRMENT_FIELDS = {

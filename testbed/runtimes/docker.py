@@ -1,6 +1,7 @@
 """The `docker` runtime: each node is a container whose network namespace is the Mininet host.
 
-Containers start with network `none` and no capabilities beyond those a node asks for; the
+Containers start with network `none`, no capabilities beyond those a node asks for, and the
+node's resource limits (memory and swap, pids, CPU quota: testbed/resources.py); the
 testbed then builds links into their namespaces and configures addresses, routes and shaping
 from outside with the machine's own tools (`nsenter` into the namespace), so an image needs no
 shell, `ip` or `tc`: any image runs unmodified, even one that holds a single static binary.
@@ -43,6 +44,21 @@ class DockerHost(Host):
             opts = cmd[1].replace("n", "")
             cmd = [cmd[0], opts, "nsenter", f"--net=/proc/{self.container_pid}/ns/net", "--"] + list(cmd[2:])
         return super()._popen(cmd, **params)
+
+
+def limits(node: Node) -> Dict[str, int]:
+    """The node's resources as the engine takes them: memory with no swap beyond it, pids, and
+    the CPU quota in billionths of a core."""
+    res = node.resources
+    out: Dict[str, int] = {}
+    if res.memory is not None:
+        out["mem_limit"] = res.memory
+        out["memswap_limit"] = res.memory
+    if res.pids is not None:
+        out["pids_limit"] = res.pids
+    if res.cpus is not None:
+        out["nano_cpus"] = int(round(res.cpus * 1e9))
+    return out
 
 
 class DockerRuntime(Runtime):
@@ -90,6 +106,7 @@ class DockerRuntime(Runtime):
             )
             if node.command is not None:
                 kwargs["command"] = node.command
+            kwargs.update(limits(node))
             container = self.docker.containers.run(node.image, **kwargs)
             container.reload()
             pid = container.attrs["State"]["Pid"]

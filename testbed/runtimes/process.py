@@ -3,7 +3,8 @@
 For machines without Docker, and for networks larger than containers allow. The host is
 Mininet's own (a shell in a new network namespace); the node's command runs in that namespace
 with the machine's file system. Every process carries TESTBED_LAB in its environment so that
-`testbed clean` finds it after a crash.
+`testbed clean` finds it after a crash. The node's resource limits are its control groups'
+(testbed/runtimes/cgroups.py): the processes join them as they start.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import Dict, List, Optional
 from mininet.node import Host
 
 from ..agent_config import PROJECT_ROOT
+from ..errors import CapabilityError
 from ..model import Node
 from ..names import ENV_LAB
 from .base import Runtime, Started, signal_pids
+from .cgroups import Cgroups
 
 #: what a node runs when it names no command and its role starts no agent
 IDLE_COMMAND = ["sleep", "infinity"]
@@ -32,6 +35,32 @@ class ProcessRuntime(Runtime):
         self._procs: List[subprocess.Popen] = []
         self._hosts: Dict[str, object] = {}
         self._envs: Dict[str, Dict[str, str]] = {}
+        self._cgroups = Cgroups()
+        self._limited: Dict[str, bool] = {}
+        #: limits the machine could not apply: {node: [limit, ...]}, for the run's warnings
+        self.unapplied: Dict[str, List[str]] = {}
+
+    def check(self, nodes: List[Node], capabilities) -> None:
+        """A limit a file asked for must be applied: refused where no control group can (the
+        defaults only warn, in `unapplied`)."""
+        can = self._cgroups.available()
+        for node in nodes:
+            asked = [limit for limit in node.resource_origin if getattr(node.resources, limit) is not None
+                     and not can.get(limit, False)]
+            if asked:
+                raise CapabilityError(f"node {node.name} (runtime process): this machine has no writable control "
+                                      f"group for its {', '.join(asked)} limit; run it as a docker node, or "
+                                      f"set {', '.join(f'resources.{a}: null' for a in asked)} to run unbounded")
+
+    def create(self, nodes: List[Node], node_dirs: Dict[str, str], envs: Dict[str, Dict[str, str]]
+               ) -> Dict[str, Started]:
+        for node in nodes:
+            missing = self._cgroups.create(self.names.lab, node.name, node.resources)
+            if missing:
+                self.unapplied[node.name] = missing
+            self._limited[node.name] = len(missing) < sum(
+                1 for limit in ("memory", "pids", "cpus") if getattr(node.resources, limit) is not None)
+        return {}
 
     def host_params(self, node: Node, started: Optional[Started]) -> Dict[str, object]:
         return {"cls": Host}
@@ -55,6 +84,11 @@ class ProcessRuntime(Runtime):
         devnull = subprocess.DEVNULL
         proc = self._hosts[node.name].popen(argv, env=env, stdin=devnull, stdout=devnull, stderr=devnull)
         self._procs.append(proc)
+        if self._limited.get(node.name):
+            try:
+                self._cgroups.add(self.names.lab, node.name, proc.pid)
+            except OSError:
+                pass  # it exited already
         return proc
 
     def start_agent(self, node: Node, started: Started, node_dir: str, start_now: bool = False) -> None:
@@ -91,3 +125,4 @@ class ProcessRuntime(Runtime):
                     pass
             proc.wait()
         self._procs = []
+        self._cgroups.remove(self.names.lab)
