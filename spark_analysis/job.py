@@ -330,7 +330,9 @@ def _run_summary(r: RunInfo) -> dict:
             # every time in these results is virtual: the run ran time_dilation times slower
             "time_dilation": r.dilation,
             "timeline": [{k: a.get(k) for k in ("action", "node", "link", "t_ns", "t_s", "ok", "from")
-                          if a.get(k) is not None} for a in mf.get("timeline", [])]}
+                          if a.get(k) is not None} for a in mf.get("timeline", [])],
+            # nodes that met their resource limits (testbed.limit_events), down from then on
+            **({"limits_hit": mf["limits_hit"]} if mf.get("limits_hit") else {})}
 
 
 COMPARED = [

@@ -197,6 +197,13 @@ def render_html(res: dict, out_dir: str, compare_files: List[str]) -> str:
     if run.get("time_dilation", 1.0) != 1.0:
         parts.append(f"<p>The run's world ran {run['time_dilation']:g} times slower than the wall clock: every time "
                      "in this report is virtual (docs/ANALYSIS.md).</p>")
+    if run.get("limits_hit"):
+        parts.append("<h2>Resource limits met</h2>")
+        parts.append(table(["node", "processes ended by the OOM killer (memory limit)", "forks refused (pids limit)"],
+                           [[node, hit.get("oom", 0), hit.get("pids_limit", 0)]
+                            for node, hit in run["limits_hit"].items()]))
+        parts.append("<p class='invalid'>These nodes count as down from the first such event on (the timeline's "
+                     "<code>oom</code> and <code>pids_limit</code> entries), as after a kill.</p>")
     parts.append(fidelity.html(res.get("fidelity"), out_dir))
     inp = res.get("input", {})
     parts.append("<h2>Input</h2>")

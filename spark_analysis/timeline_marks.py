@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-#: actions that take something away (red); the others, and the undoing of these, give it back (green)
-FAULTS = {"kill", "stop", "pause", "link_down", "set_link", "partition"}
+#: actions that take something away (red), and what the run observed doing so (a node at its
+#: resource limits); the others, and the undoing of these, give it back (green)
+FAULTS = {"kill", "stop", "pause", "link_down", "set_link", "partition", "oom", "pids_limit"}
 
 
 def t_rel(action: dict, t0: Optional[int]) -> Optional[float]:

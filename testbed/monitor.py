@@ -173,9 +173,14 @@ class HostMonitor:
     `stop()`; `pids()` gives the nodes' pids whose cgroups to read (asked again every sample, so
     that a node restarted mid-run is followed)."""
 
-    def __init__(self, run_dir: str, pids: Callable[[], Dict[str, int]], interval: float = SAMPLE_S) -> None:
+    def __init__(self, run_dir: str, pids: Callable[[], Dict[str, int]], interval: float = SAMPLE_S,
+                 watch: Optional[Any] = None, watch_pids: Optional[Callable[[], Dict[str, int]]] = None,
+                 on_limit: Optional[Callable[[str, str, int], None]] = None) -> None:
+        """`watch` (testbed.limit_events.LimitWatch), polled each sample with `watch_pids()`,
+        gives `on_limit(node, event, count)` the nodes that met a resource limit."""
         self.path = os.path.join(run_dir, HOST_FILE)
         self.pids = pids
+        self.watch, self.watch_pids, self.on_limit = watch, watch_pids or pids, on_limit
         self.interval = interval
         self.samples = 0
         self.error: Optional[str] = None
@@ -229,6 +234,9 @@ class HostMonitor:
         line["mem_available_mib"] = round((read_mem_available_kib() or 0) / 1024, 1)
         self._handle.write(json.dumps(line, separators=(",", ":")) + "\n")
         self.samples += 1
+        if self.watch is not None and self.on_limit is not None:
+            for node, event, count in self.watch.poll(self.watch_pids() or {}):
+                self.on_limit(node, event, count)
 
 
 def sample_line(before: Dict[str, Any], now: Dict[str, Any]) -> Dict[str, Any]:

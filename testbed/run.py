@@ -30,6 +30,7 @@ from . import __version__
 from .agent_config import node_ids
 from .errors import TestbedError, UsageError
 from .faults import Nemesis
+from .limit_events import LimitWatch
 from .monitor import HOST_FILE, HostMonitor
 from .names import run_lab_name
 from .network import Lab
@@ -54,6 +55,13 @@ class Progress:
         if self.enabled and not self._tty:
             print(f"[run] {phase}", file=sys.stderr, flush=True)
         self._draw()
+
+    def note(self, text: str) -> None:
+        """A line of its own that stays (an event worth seeing), then the status line again."""
+        if self.enabled:
+            sys.stderr.write(("\r\033[K" if self._tty else "") + f"[run] {text}\n")
+            sys.stderr.flush()
+            self._draw()
 
     def _draw(self) -> None:
         if self.enabled and self._tty:
@@ -132,7 +140,10 @@ class Run:
         self.executed: List[Dict[str, Any]] = []
         self.manifest: Dict[str, Any] = {}
         self.t0_ns: Optional[int] = None
+        self._t0_mono: Optional[float] = None
         self.timeline_log: Optional[TimelineLog] = None
+        self._record_lock = threading.Lock()
+        self.limits: Optional[LimitWatch] = None
 
     # -- the whole run -----------------------------------------------------------------------------
 
@@ -211,7 +222,11 @@ class Run:
         self.manifest.update(self.lab.media_manifest())
         self._write_manifest()
         # the machine's side of fidelity, from the warm-up on (the analysis judges from t0)
-        self.monitor = HostMonitor(self.dir, lambda: {n: s.netns_pid for n, s in self.lab.started.items()})
+        self.limits = LimitWatch()
+        self.monitor = HostMonitor(self.dir, lambda: {n: s.netns_pid for n, s in self.lab.started.items()},
+                                   watch=self.limits, on_limit=self._limit_hit,
+                                   watch_pids=lambda: {n: s.process_pid or s.netns_pid
+                                                       for n, s in self.lab.started.items()})
         self.monitor.start()
         self.nemesis = Nemesis(self.lab)
         self.progress.set("warm-up")
@@ -224,7 +239,7 @@ class Run:
         time.sleep(max(0.0, warmup_end - time.monotonic()))
         # The workload starts for every agent at once: the scenario clock's zero.
         self.t0_ns = time.time_ns()
-        t0 = time.monotonic()
+        t0 = self._t0_mono = time.monotonic()
         self.lab.start_workload(self.t0_ns)
         self.manifest["t0_ns"] = self.t0_ns
         self._write_manifest()  # a run killed from here on still has its time zero
@@ -275,9 +290,29 @@ class Run:
         self._record(execute(self.nemesis, action, t0, self.scenario.time_dilation))
 
     def _record(self, record: Dict[str, Any]) -> None:
-        self.executed.append(record)
-        if self.timeline_log is not None:
-            self.timeline_log.append(record)
+        with self._record_lock:  # the host monitor's thread records limit events too
+            self.executed.append(record)
+            if self.timeline_log is not None:
+                self.timeline_log.append(record)
+
+    def _limit_hit(self, node: str, event: str, count: int) -> None:
+        """A node met its resource limit (testbed.limit_events): a timeline entry, observed
+        rather than planned; the analysis counts the node as down from it on."""
+        now = time.monotonic()
+        k = self.scenario.time_dilation
+        record = {"action": event, "node": node, "observed": True, "ok": True, "count": count,
+                  "t_ns": time.time_ns(), "from": "resource limits", "limit": self._limit_text(node, event)}
+        if self._t0_mono is not None:  # in the warm-up there is no scenario clock yet
+            record["t_s"] = round((now - self._t0_mono) / k, 3)
+        self._record(record)
+        self.progress.note(f"node {node} met its {record['limit']}: {event}")
+
+    def _limit_text(self, node: str, event: str) -> str:
+        res = self.lab.topo.nodes[node].resources
+        from .resources import size_text
+        if event == "oom":
+            return f"memory limit ({size_text(res.memory)})" if res.memory is not None else "memory"
+        return f"pids limit ({res.pids})" if res.pids is not None else "pids limit"
 
     def _finish(self, status: str, error: Optional[str]) -> None:
         self.progress.set("stopping agents and captures")
@@ -297,6 +332,8 @@ class Run:
                                                  **({"error": self.monitor.error} if self.monitor.error else {})}
             except Exception as exc:
                 problems.append(f"host monitor: {exc}")
+        if self.limits is not None and self.limits.hit():
+            self.manifest["limits_hit"] = self.limits.hit()
         if self.captures is not None:
             time.sleep(1.1)  # libpcap hands over buffered packets within its 1 s timeout
             try:

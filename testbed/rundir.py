@@ -278,8 +278,14 @@ def manifest_schema() -> Dict[str, Any]:
     executed = {
         "type": "object", "required": ["action", "t_ns", "ok", "from"],
         "properties": {
-            "action": {"type": "string", "description": "a timeline action (testbed/actions), or heal_all at the "
-                                                        "end of the scenario"},
+            "action": {"type": "string", "description": "a timeline action (testbed/actions), heal_all at the "
+                                                        "end of the scenario, or what the run observed: oom (the "
+                                                        "OOM killer ended a process of the node at its memory "
+                                                        "limit), pids_limit (the node's forks were refused)"},
+            "observed": {"type": "boolean", "description": "true for an event the run observed, not played"},
+            "count": {"type": "integer", "minimum": 1, "description": "an observed event: how many (kills, forks "
+                                                                      "refused) since the last sample"},
+            "limit": {"type": "string", "description": "an observed event: the limit met, e.g. memory limit (64MiB)"},
             "planned_s": {"type": "number", "description": "when the schedule wanted it, s after t0"},
             "t_s": {"type": "number", "description": "when it began, s after t0"},
             "t_ns": {**ns, "description": "when it began (CLOCK_REALTIME ns)"},
@@ -383,6 +389,10 @@ def manifest_schema() -> Dict[str, Any]:
                               "description": "the emulated world ran this many times slower than the wall clock"},
             "clock_origin_ns": {**ns, "description": "the wall-clock instant every node's virtual clock counts from: "
                                                      "virtual = origin + (wall - origin) / time_dilation"},
+            "limits_hit": {"type": "object", "description": "node -> what its resource limits stopped over the run: "
+                                                            "oom (processes the OOM killer ended), pids_limit (forks "
+                                                            "refused)",
+                           "additionalProperties": {"type": "object", "properties": {"oom": ns, "pids_limit": ns}}},
             "host_monitor": {"type": "object", "description": "host.jsonl: the machine sampled every second",
                              "properties": {"file": {"type": "string"}, "samples": ns, "interval_s": seconds,
                                             "error": {"type": "string"}}},

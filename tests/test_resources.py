@@ -188,3 +188,134 @@ links: [[a, b]]
         assert int(fh.read()) == 96 * MIB
     lab.stop()
     assert Cgroups().leftovers(lab.names.lab) == []
+
+
+def test_the_watch_reports_each_oom_kill_and_the_first_refused_fork(tmp_path, monkeypatch):
+    from testbed import limit_events
+
+    files = {}
+    for node in ("a", "b", "c"):
+        oom, pids = tmp_path / f"{node}.oom", tmp_path / f"{node}.pids"
+        oom.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n")
+        pids.write_text("max 0\n")
+        files[node] = (str(oom), str(pids))
+    by_pid = {1: files["a"], 2: files["b"], 3: None, 4: files["c"]}
+    monkeypatch.setattr(limit_events, "limit_files", lambda pid, root: by_pid[pid])
+    watch = limit_events.LimitWatch()
+    pids = {"a": 1, "b": 2, "x": 3, "c": 4}
+    assert watch.poll(pids) == [] and watch.hit() == {}
+    (tmp_path / "a.oom").write_text("oom_kill_disable 0\nunder_oom 1\noom_kill 2\n")
+    (tmp_path / "b.pids").write_text("max 37\n")
+    assert watch.poll(pids) == [("a", "oom", 2), ("b", "pids_limit", 37)]
+    (tmp_path / "b.pids").write_text("max 90\n")
+    assert watch.poll(pids) == [], "a refused fork is an event once; the rest is counted"
+    (tmp_path / "a.oom").write_text("oom_kill 3\n")
+    (tmp_path / "c.oom").unlink()   # a node whose group went away is skipped
+    assert watch.poll(pids) == [("a", "oom", 1)]
+    assert watch.hit() == {"a": {"oom": 3}, "b": {"pids_limit": 90}}
+
+
+def test_real_counter_files_read_as_the_kernel_writes_them(tmp_path):
+    from testbed.limit_events import read_counts
+
+    (tmp_path / "v1").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 4\n")
+    (tmp_path / "v2").write_text("low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n")
+    (tmp_path / "pids").write_text("max 5\n")
+    assert read_counts((str(tmp_path / "v1"), str(tmp_path / "pids"))) == (4, 5)
+    assert read_counts((str(tmp_path / "v2"), None)) == (2, 0), "v2's memory.events: oom_kill, not max"
+
+
+def test_a_node_that_met_its_limits_is_down_from_then_on_in_the_analysis():
+    from spark_analysis.history import down_intervals
+    from testbed.actions import action_names, liveness, timers
+
+    manifest = {"t0_ns": 0, "topology": {"nodes": {"a": {}, "b": {}}},
+                "timeline": [{"action": "oom", "node": "a", "t_ns": 5, "ok": True, "observed": True},
+                             {"action": "pids_limit", "node": "b", "t_ns": 7, "ok": True, "observed": True}]}
+    assert down_intervals(manifest) == {"a": [(5, None)], "b": [(7, None)]}
+    assert liveness("oom") == "down" and timers("pids_limit") == "held"
+    assert "oom" not in action_names() and "pids_limit" not in action_names(), "observed, never scheduled"
+
+
+def test_a_command_run_in_a_process_node_joins_its_control_groups():
+    from testbed.names import lab_names
+    from testbed.runtimes.process import ProcessRuntime
+
+    argv = ProcessRuntime(lab_names("p")).exec_args(
+        {"netns_pid": 77, "cgroup_procs": ["/sys/fs/cgroup/memory/testbed/p/a/cgroup.procs"]}, ["ip", "addr"], False)
+    assert argv[:3] == ["nsenter", "--net=/proc/77/ns/net", "--"] and argv[-2:] == ["ip", "addr"]
+    assert "echo $$ > /sys/fs/cgroup/memory/testbed/p/a/cgroup.procs; exec" in argv[5]
+    plain = ProcessRuntime(lab_names("p")).exec_args({"netns_pid": 77}, ["ip", "addr"], False)
+    assert plain == ["nsenter", "--net=/proc/77/ns/net", "--", "ip", "addr"]
+
+
+HOGS = """
+name: limits
+topology:
+  nodes:
+    e: {role: probe, params: {rate: 20}}
+    a: {role: probe, params: {rate: 0}, resources: {memory: 96MiB}}
+    b: {role: probe, params: {rate: 0}, resources: {pids: 40}}
+    c: {role: probe, params: {rate: 0}, resources: {cpus: 0.2}}
+    d: {role: probe, params: {rate: 0}}
+  switches: {s: {}}
+  links: [[e, s], [a, s], [b, s], [c, s], [d, s]]
+seed: 1
+warmup: 1s
+duration: 9s
+quiet: 1s
+timeline:
+  # a leak: 400 MiB in a node allowed 96
+  - {at: 1s, action: exec, node: a, command: "python3 -c 'b = bytearray(400 * 2**20)'"}
+  # a fork bomb, without the CPU of one: forks until the pids limit refuses them
+  - {at: 1s, action: exec, node: b, command: "for i in $(seq 200); do sleep 30 & done; true"}
+  # the same busy loop in a node bounded to a fifth of a core, and in one not bounded
+  - {at: 1s, action: exec, node: c, command: "timeout 6 python3 -c 'while True: pass' > /dev/null 2>&1 &"}
+  - {at: 1s, action: exec, node: d, command: "timeout 6 python3 -c 'while True: pass' > /dev/null 2>&1 &"}
+"""
+
+
+@pytest.mark.network
+def test_hogs_meet_their_limits_on_the_timeline_while_the_run_goes_on(no_leftovers, images, spark, tmp_path):
+    """A leak is OOM-killed, a fork bomb is stopped at its pids limit, and a busy loop held to a
+    fifth of a core, each recorded on the timeline; the other nodes keep running, the run
+    completes with its captures, and the analysis counts the two nodes down from then on."""
+    import json
+
+    from spark_analysis.history import down_intervals
+
+    from .helpers import cli_in_process
+
+    path = tmp_path / "limits.yaml"
+    path.write_text(HOGS)
+    out = tmp_path / "run"
+    code, stdout, stderr = cli_in_process("run", str(path), "--out", str(out), "--analyze")
+    assert code == 0, stderr[-3000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "completed"
+    observed = {(a["action"], a["node"]) for a in manifest["timeline"] if a.get("observed")}
+    assert observed == {("oom", "a"), ("pids_limit", "b")}, manifest["timeline"]
+    leak = next(a for a in manifest["timeline"] if a.get("action") == "exec" and a["node"] == "a")
+    assert leak["details"]["exit_code"] == 137, "the leaking process was killed (SIGKILL), not the run"
+    assert manifest["limits_hit"]["a"]["oom"] >= 1 and manifest["limits_hit"]["b"]["pids_limit"] >= 1
+    oom = next(a for a in manifest["timeline"] if a.get("action") == "oom")
+    assert oom["limit"] == "memory limit (96MiB)" and 1 <= oom["t_s"] <= 3
+    assert "node a met its memory limit (96MiB): oom" in stderr and "limits: node a:" in stdout
+    downs = down_intervals(manifest)
+    assert set(downs) == {"a", "b"} and downs["a"][0][1] is None
+    # the others kept running: every node's agent logged to the end, and every capture is there
+    for node in ("e", "c", "d"):
+        events = [json.loads(line) for line in (out / "logs" / f"{node}.jsonl").read_text().splitlines()]
+        assert events[-1]["state"] == "stopped", node
+    assert len(list((out / "pcap").glob("*.pcap"))) == 5
+    # the CPU each busy node got, second by second, from the host monitor: c held to its fifth
+    samples = [json.loads(line) for line in (out / "host.jsonl").read_text().splitlines()]
+    busy = [s["nodes"] for s in samples if s["nodes"].get("d", {}).get("cpu_us", 0) > 300_000]
+    assert len(busy) >= 3, "the unbounded loop ran for several seconds"
+    c = sorted(s["c"]["cpu_us"] for s in busy if "c" in s)
+    d = sorted(s["d"]["cpu_us"] for s in busy)
+    assert c[len(c) // 2] <= 250_000 < d[len(d) // 2], (c, d)
+    assert any(s["c"]["throttled_us"] > 0 for s in busy if "c" in s)
+    results = json.loads((out / "report" / "results.json").read_text())
+    assert results["run"]["limits_hit"] == manifest["limits_hit"]
+    assert "Resource limits met" in (out / "report" / "index.html").read_text()

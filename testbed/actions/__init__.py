@@ -29,6 +29,12 @@ _ACTIONS: Dict[str, str] = {
     "move": "testbed.actions.move:Move",
 }
 
+#: what the run observes rather than plays (testbed.limit_events), with its effect on the node's
+#: liveness: a node whose process the OOM killer ended at its memory limit, or whose forks its pids
+#: limit refused, counts as down from then on, as after `kill` (it no longer runs the protocol as
+#: written); a scenario cannot schedule these
+OBSERVED: Dict[str, str] = {"oom": "down", "pids_limit": "down"}
+
 _loaded: Dict[str, type] = {}
 
 
@@ -46,8 +52,10 @@ def action_class(name: str) -> Type:
 
 def liveness(name: str) -> Optional[str]:
     """An action's effect on its node's liveness: "down" (the node stops taking part: kill,
-    stop), "up" (it takes part again: start) or None; None for an action this testbed does not
-    know (a manifest written by a later version)."""
+    stop, and the observed oom and pids_limit), "up" (it takes part again: start) or None; None
+    for an action this testbed does not know (a manifest written by a later version)."""
+    if name in OBSERVED:
+        return OBSERVED[name]
     return action_class(name).liveness if name in _ACTIONS else None
 
 
@@ -55,6 +63,8 @@ def timers(name: str) -> Optional[str]:
     """An action's effect on its node's timers: "held" (frozen: pause, and every "down" action),
     "released" (resume, and every "up" action) or None (also for an action this testbed does not
     know)."""
+    if name in OBSERVED:
+        return {"down": "held", "up": "released"}.get(OBSERVED[name])
     if name not in _ACTIONS:
         return None
     cls = action_class(name)

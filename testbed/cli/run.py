@@ -63,8 +63,15 @@ def summarize(run_dir: str, manifest: dict) -> None:
     print(f"    manifest.json  scenario, topology, seed {manifest['seed']}, versions, timeline as executed")
     print(f"    pcap/          {len(pcaps)} captures, {captured} packets, {drops} dropped by the kernel")
     print(f"    logs/          {len(logs)} event logs, {sum(logs.values())} events")
-    timeline = manifest.get("timeline", [])
+    timeline = [a for a in manifest.get("timeline", []) if not a.get("observed")]
     failed = [a for a in timeline if not a.get("ok", True)]
     print(f"  timeline: {len(timeline)} actions executed" + (f", {len(failed)} failed" if failed else ""))
+    for node, hit in (manifest.get("limits_hit") or {}).items():
+        what = []
+        if hit.get("oom"):
+            what.append(f"{hit['oom']} process(es) ended by the OOM killer at its memory limit")
+        if hit.get("pids_limit"):
+            what.append(f"{hit['pids_limit']} fork(s) refused at its pids limit")
+        print(f"  limits: node {node}: {'; '.join(what)} (down from then in the analysis)")
     for problem in manifest.get("problems", []):
         print(f"  problem: {problem}", file=sys.stderr)

@@ -97,10 +97,13 @@ class Cgroups:
 
     def add(self, lab: str, node: str, pid: int) -> None:
         """Move a process into the node's groups (those that exist)."""
-        for controller in sorted(set(CONTROLLERS.values())):
-            path = self._dir(controller, lab, node)
-            if os.path.isdir(path):
-                _write(os.path.join(path, "cgroup.procs"), str(pid))
+        for procs in self.procs_files(lab, node):
+            _write(procs, str(pid))
+
+    def procs_files(self, lab: str, node: str) -> List[str]:
+        """The node's groups' `cgroup.procs` files (a process joins by writing its pid there)."""
+        return [os.path.join(self._dir(c, lab, node), "cgroup.procs") for c in sorted(set(CONTROLLERS.values()))
+                if os.path.isdir(self._dir(c, lab, node))]
 
     def remove(self, lab: Optional[str] = None) -> int:
         """Remove a lab's groups (every lab's with None), deepest first; those still holding a

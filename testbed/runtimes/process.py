@@ -10,6 +10,7 @@ with the machine's file system. Every process carries TESTBED_LAB in its environ
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 from typing import Dict, List, Optional
@@ -113,7 +114,19 @@ class ProcessRuntime(Runtime):
         signal_pids(self._pids(started), signal.SIGCONT)
 
     def exec_args(self, state: Dict[str, object], command: List[str], interactive: bool) -> List[str]:
-        return ["nsenter", f"--net=/proc/{state['netns_pid']}/ns/net", "--"] + command
+        """In the node's network namespace and, where it has them, its control groups (the command
+        is held to the node's limits, as `docker exec` is)."""
+        argv = ["nsenter", f"--net=/proc/{state['netns_pid']}/ns/net", "--"]
+        procs = state.get("cgroup_procs") or []
+        if procs:
+            join = "".join(f"echo $$ > {shlex.quote(str(p))}; " for p in procs)
+            argv += ["sh", "-c", join + 'exec "$@"', "sh"]
+        return argv + command
+
+    def describe(self, node: Node, started: Optional[Started]) -> Dict[str, object]:
+        out = super().describe(node, started)
+        out["cgroup_procs"] = self._cgroups.procs_files(self.names.lab, node.name) if self._limited.get(node.name) else []
+        return out
 
     def destroy(self, started: Dict[str, Started]) -> None:
         signal_pids([s.process_pid for s in started.values()], signal.SIGKILL)
