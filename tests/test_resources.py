@@ -263,7 +263,7 @@ topology:
 seed: 1
 warmup: 1s
 duration: 9s
-quiet: 1s
+quiet: 2s
 timeline:
   # a leak: 400 MiB in a node allowed 96
   - {at: 1s, action: exec, node: a, command: "python3 -c 'b = bytearray(400 * 2**20)'"}
