@@ -107,12 +107,13 @@ class Lab:
         for medium in self.media.values():
             medium.check(self.extra_accepted)
             self.warnings += medium.warnings()
-        for warning in self.warnings:
-            self.progress(f"warning: {warning}")
         for runtime_name, nodes in self._by_runtime().items():
             runtime = runtime_class(runtime_name)(self.names)
             runtime.check(nodes, caps)
+            self.warnings += runtime.warnings
             self.runtimes[runtime_name] = runtime
+        for warning in self.warnings:
+            self.progress(f"warning: {warning}")
 
     def _by_runtime(self) -> Dict[str, List[Node]]:
         by_runtime: Dict[str, List[Node]] = {}

@@ -40,8 +40,11 @@ class Runtime:
 
     # -- before anything is created ---------------------------------------------------------------
 
+    #: what `check` found worth a warning but not a refusal (the run's manifest `warnings`)
+    warnings: List[str] = []
+
     def check(self, nodes: List[Node], capabilities) -> None:
-        """Raise a TestbedError if these nodes cannot start here. No side effects."""
+        """Raise a TestbedError if these nodes cannot start here; set `warnings`. No side effects."""
 
     # -- build ------------------------------------------------------------------------------------
 

@@ -38,13 +38,13 @@ class ProcessRuntime(Runtime):
         self._envs: Dict[str, Dict[str, str]] = {}
         self._cgroups = Cgroups()
         self._limited: Dict[str, bool] = {}
-        #: limits the machine could not apply: {node: [limit, ...]}, for the run's warnings
-        self.unapplied: Dict[str, List[str]] = {}
+        self.warnings: List[str] = []
 
     def check(self, nodes: List[Node], capabilities) -> None:
         """A limit a file asked for must be applied: refused where no control group can (the
         defaults only warn, in `unapplied`)."""
         can = self._cgroups.available()
+        unbounded: Dict[str, List[str]] = {}
         for node in nodes:
             asked = [limit for limit in node.resource_origin if getattr(node.resources, limit) is not None
                      and not can.get(limit, False)]
@@ -52,13 +52,16 @@ class ProcessRuntime(Runtime):
                 raise CapabilityError(f"node {node.name} (runtime process): this machine has no writable control "
                                       f"group for its {', '.join(asked)} limit; run it as a docker node, or "
                                       f"set {', '.join(f'resources.{a}: null' for a in asked)} to run unbounded")
+            for limit in ("memory", "pids", "cpus"):
+                if getattr(node.resources, limit) is not None and not can.get(limit, False):
+                    unbounded.setdefault(limit, []).append(node.name)
+        self.warnings = [f"process nodes {', '.join(names)} run without the default {limit} limit: no writable "
+                         f"control group for it here" for limit, names in unbounded.items()]
 
     def create(self, nodes: List[Node], node_dirs: Dict[str, str], envs: Dict[str, Dict[str, str]]
                ) -> Dict[str, Started]:
         for node in nodes:
             missing = self._cgroups.create(self.names.lab, node.name, node.resources)
-            if missing:
-                self.unapplied[node.name] = missing
             self._limited[node.name] = len(missing) < sum(
                 1 for limit in ("memory", "pids", "cpus") if getattr(node.resources, limit) is not None)
         return {}
