@@ -427,7 +427,8 @@ def interval(values: List[float]) -> Dict[str, Optional[float]]:
 def configurations() -> Dict[str, Callable[[int], Model]]:
     """Every configuration the paper names, by key SCENARIO/INFRASTRUCTURE/READING: a function of
     the seed that makes its model. DP: 15 senders of 155 (the authors' simulator), and the tree
-    with 10 as well; CI: every component sends."""
+    with 10 as well; CI: every component sends; dp-310 and dp-620: the DP scenario with 310 and
+    620 components on 31 servers, 10% of them sending."""
     out: Dict[str, Callable[[int], Model]] = {}
     for scenario, senders in (("ci", None), ("dp", 15)):
         for servers in ((10, 20, 31) if scenario == "ci" else (31,)):  # the paper's DP cluster: C[31,155]
@@ -446,6 +447,14 @@ def configurations() -> Dict[str, Callable[[int], Model]]:
             out[f"{scenario}/T[{levels},{children},5]/authors"] = (
                 lambda seed, lv=levels, ch=children, n=senders: Tree(lv, ch, 5, n, seed))
     out["dp-10/T[3,5,5]/authors"] = lambda seed: Tree(3, 5, 5, 10, seed)
+    # the DP scenario's larger sizes (31 servers; 310 and 620 components, 10% sending)
+    for per in (10, 20):
+        n, senders = 31 * per, 31 * per // 10
+        for dispatch in ("random", "free"):
+            out[f"dp-{n}/C[31,{n}]/{dispatch}"] = lambda seed, n=n, k=senders, d=dispatch: Cluster(31, n, k, d, seed)
+        for relay in ("arrival", "in-order"):
+            out[f"dp-{n}/R[31,{per}]/{relay}"] = lambda seed, p=per, k=senders, r=relay: Ring(31, p, k, r, seed)
+        out[f"dp-{n}/T[3,5,{per}]/authors"] = lambda seed, p=per, k=senders: Tree(3, 5, p, k, seed)
     return out
 
 
