@@ -71,12 +71,6 @@ class Resources:
         return {"memory": None if self.memory is None else size_text(self.memory), "pids": self.pids,
                 "cpus": self.cpus}
 
-    def text(self) -> str:
-        parts = [f"memory {size_text(self.memory)}" if self.memory is not None else "memory unlimited",
-                 f"pids {self.pids}" if self.pids is not None else "pids unlimited",
-                 f"cpus {self.cpus:g}" if self.cpus is not None else "cpus unlimited"]
-        return ", ".join(parts)
-
 
 DEFAULTS = Resources(memory=1 * GIB, pids=1024, cpus=None)
 
