@@ -29,6 +29,8 @@ class Cgroups:
     def __init__(self, root: str = ROOT) -> None:
         self.root = root
         self.v2 = os.path.exists(os.path.join(root, "cgroup.controllers"))
+        self._can: Optional[Dict[str, bool]] = None
+        self._enabled: set = set()  # v2: labs whose parents hand the controllers down already
 
     # -- what the machine can do
     def _base(self, controller: str) -> str:
@@ -55,17 +57,19 @@ class Cgroups:
     def create(self, lab: str, node: str, resources: Resources) -> List[str]:
         """Make the node's group with its limits; the limits it could not apply (no controller)."""
         missing = []
-        can = self.available()
+        if self._can is None:  # the machine's answer does not change within a lab's build
+            self._can = self.available()
         for limit, controller in CONTROLLERS.items():
             value = getattr(resources, limit)
             if value is None:
                 continue
-            if not can[limit]:
+            if not self._can[limit]:
                 missing.append(limit)
                 continue
             path = self._dir(controller, lab, node)
-            if self.v2:
+            if self.v2 and lab not in self._enabled:
                 self._enable_v2(lab)
+                self._enabled.add(lab)
             os.makedirs(path, exist_ok=True)
             self._limit(path, limit, value)
         return missing
