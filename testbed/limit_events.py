@@ -13,10 +13,9 @@ down from an `oom` or `pids_limit` entry on, as after `kill` (testbed/actions: O
 
 from __future__ import annotations
 
-import os
 from typing import Dict, List, Optional, Tuple
 
-from .monitor import CGROUP_ROOT, cgroup_of
+from .monitor import CGROUP_ROOT, in_group, own_group_dirs
 
 #: the events, in the words of the timeline
 OOM, PIDS = "oom", "pids_limit"
@@ -26,23 +25,13 @@ def limit_files(pid: int, root: str = CGROUP_ROOT) -> Optional[Tuple[Optional[st
     """(file counting OOM kills, file counting refused forks) of the groups holding `pid`, each
     None where the process shares the runner's group (nothing of its own to count); None when
     neither is its own or the process is gone."""
-    try:
-        theirs, ours = cgroup_of(pid), cgroup_of(os.getpid())
-    except OSError:
+    found = own_group_dirs(pid, ("memory", "pids"), root)
+    if found is None:
         return None
-    if "" in theirs and os.path.isfile(os.path.join(root, "cgroup.controllers")):  # version 2
-        if theirs[""] == ours.get(""):
-            return None
-        base = os.path.join(root, theirs[""].lstrip("/"))
-        files = (os.path.join(base, "memory.events"), os.path.join(base, "pids.events"))
-        found = tuple(f if os.path.isfile(f) else None for f in files)
-        return found if any(found) else None
-    found = []
-    for controller, name in (("memory", "memory.oom_control"), ("pids", "pids.events")):
-        path = theirs.get(controller)
-        target = os.path.join(root, controller, path.lstrip("/"), name) if path and path != ours.get(controller) else None
-        found.append(target if target and os.path.isfile(target) else None)
-    return (found[0], found[1]) if any(found) else None
+    version, dirs = found
+    files = (in_group(dirs, "memory", "memory.events" if version == 2 else "memory.oom_control"),
+             in_group(dirs, "pids", "pids.events"))
+    return files if any(files) else None
 
 
 def _count(path: Optional[str], key: str) -> int:

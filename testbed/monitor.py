@@ -25,7 +25,7 @@ import json
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 #: the fidelity indicators the analysis judges (spark_analysis/fidelity.py), each with its default
 #: thresholds (degraded above, unfaithful above; None: never that level); a scenario's `fidelity:`
@@ -126,24 +126,51 @@ def cgroup_of(pid: int) -> Dict[str, str]:
     return out
 
 
-def cgroup_files(pid: int, root: str = CGROUP_ROOT) -> Optional[Tuple[str, str]]:
-    """(usage file, cpu.stat file) of the cgroup holding `pid`, or None when it is this very
-    process's (a node without a container of its own) or cannot be found."""
+def own_group_dirs(pid: int, controllers: Sequence[str],
+                   root: str = CGROUP_ROOT) -> Optional[Tuple[int, Dict[str, List[str]]]]:
+    """(cgroup version, controller → the directories that may hold the files of the group holding
+    `pid`): on version 2 the one unified directory for every controller; on version 1 the group's
+    directory under each hierarchy the controller is mounted in ("cpu", "cpu,cpuacct", ...).
+    A controller whose group is this very process's is left out (a node without a group of its
+    own has nothing to count there); None when the process is gone."""
     try:
         theirs, ours = cgroup_of(pid), cgroup_of(os.getpid())
     except OSError:
         return None
-    if "" in theirs and os.path.isfile(os.path.join(root, "cgroup.controllers")):  # version 2 only
+    if "" in theirs and os.path.isfile(os.path.join(root, "cgroup.controllers")):
         if theirs[""] == ours.get(""):
-            return None
-        stat = os.path.join(root, theirs[""].lstrip("/"), "cpu.stat")
-        return (stat, stat) if os.path.isfile(stat) else None
-    path = theirs.get("cpuacct") or theirs.get("cpu")  # version 1 (a hybrid machine's containers too)
-    if path is None or path == (ours.get("cpuacct") or ours.get("cpu")):
+            return 2, {}
+        unified = os.path.join(root, theirs[""].lstrip("/"))
+        return 2, {controller: [unified] for controller in controllers}
+    try:
+        mounts = sorted(os.listdir(root))
+    except OSError:
         return None
-    inside = path.lstrip("/")
-    usage = _first_file([os.path.join(root, d, inside, "cpuacct.usage") for d in ("cpuacct", "cpu,cpuacct")])
-    stat = _first_file([os.path.join(root, d, inside, "cpu.stat") for d in ("cpu", "cpu,cpuacct")])
+    dirs = {}
+    for controller in controllers:
+        path = theirs.get(controller)
+        if path is not None and path != ours.get(controller):
+            dirs[controller] = [os.path.join(root, mount, path.lstrip("/"))
+                                for mount in mounts if controller in mount.split(",")]
+    return 1, dirs
+
+
+def in_group(dirs: Dict[str, List[str]], controller: str, name: str) -> Optional[str]:
+    """The first of the controller's directories that has the file `name`, as a path."""
+    return _first_file([os.path.join(d, name) for d in dirs.get(controller, [])])
+
+
+def cgroup_files(pid: int, root: str = CGROUP_ROOT) -> Optional[Tuple[str, str]]:
+    """(usage file, cpu.stat file) of the cgroup holding `pid`, or None when it is this very
+    process's (a node without a container of its own) or cannot be found."""
+    found = own_group_dirs(pid, ("cpu", "cpuacct"), root)
+    if found is None:
+        return None
+    version, dirs = found
+    stat = in_group(dirs, "cpu", "cpu.stat")
+    if version == 2:
+        return (stat, stat) if stat else None
+    usage = in_group(dirs, "cpuacct", "cpuacct.usage")
     return (usage, stat or "") if usage else None
 
 

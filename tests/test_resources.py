@@ -216,6 +216,47 @@ def test_the_watch_reports_each_oom_kill_and_the_first_refused_fork(tmp_path, mo
     assert watch.hit() == {"a": {"oom": 3}, "b": {"pids_limit": 90}}
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_nodes_own_group_files_are_found_on_either_cgroup_version_and_the_runners_are_not(tmp_path, monkeypatch, version):
+    """The monitor's CPU files and the watch's limit counters come from one lookup of a node's own
+    groups (testbed/monitor.own_group_dirs), on a version 1 machine with co-mounted hierarchies
+    and on a version 2 one; a process in the runner's own group has nothing of its own."""
+    import os
+
+    from testbed import limit_events, monitor
+
+    node, runner = "/docker/n1", "/user.slice"
+    if version == 2:
+        (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
+        group = tmp_path / "docker" / "n1"
+        group.mkdir(parents=True)
+        for name in ("cpu.stat", "memory.events", "pids.events"):
+            (group / name).write_text("")
+        maps = {10: {"": node}, 11: {"": runner}}
+        expect_cpu = (str(group / "cpu.stat"),) * 2
+        expect_limits = (str(group / "memory.events"), str(group / "pids.events"))
+    else:
+        for mount, names in (("cpu,cpuacct", ("cpu.stat", "cpuacct.usage")), ("memory", ("memory.oom_control",)),
+                             ("pids", ("pids.events",)), ("name=systemd", ())):
+            group = tmp_path / mount / "docker" / "n1"
+            group.mkdir(parents=True)
+            for name in names:
+                (group / name).write_text("")
+        both = tmp_path / "cpu,cpuacct" / "docker" / "n1"
+        maps = {10: {"cpu": node, "cpuacct": node, "memory": node, "pids": runner, "name=systemd": node},
+                11: {"cpu": runner, "cpuacct": runner, "memory": runner, "pids": runner, "name=systemd": runner}}
+        expect_cpu = (str(both / "cpuacct.usage"), str(both / "cpu.stat"))
+        expect_limits = (str(tmp_path / "memory" / "docker" / "n1" / "memory.oom_control"), None)  # pids: the runner's
+    maps[os.getpid()] = maps[11]
+    monkeypatch.setattr(monitor, "cgroup_of", lambda pid: maps[pid])
+    root = str(tmp_path)
+    assert monitor.cgroup_files(10, root) == expect_cpu
+    assert limit_events.limit_files(10, root) == expect_limits
+    assert monitor.cgroup_files(11, root) is None and limit_events.limit_files(11, root) is None
+    monkeypatch.setattr(monitor, "cgroup_of", lambda pid: (_ for _ in ()).throw(FileNotFoundError(pid)))
+    assert monitor.cgroup_files(10, root) is None and limit_events.limit_files(10, root) is None, "a process gone"
+
+
 def test_real_counter_files_read_as_the_kernel_writes_them(tmp_path):
     from testbed.limit_events import read_counts
 
