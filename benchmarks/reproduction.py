@@ -12,8 +12,8 @@ A block of the document is delimited by
     <!-- end generated -->
 
 where NAME is a key of BLOCKS: a function of the results that returns Markdown. The results files
-are written by benchmarks/abc_paper.py, deeco_thesis.py and causal_paper.py (`--rejudge` judges
-their stored runs again with the current shapes).
+are written by benchmarks/abc_paper.py, deeco_thesis.py, causal_paper.py and dilation.py
+(`--rejudge` judges their stored runs again with the current shapes).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DOC = os.path.join(ROOT, "docs", "REPRODUCTION.md")
-RESULTS = {"abc": "abc_paper.json", "deeco": "deeco_thesis.json", "causal": "causal_paper.json"}
+RESULTS = {"abc": "abc_paper.json", "deeco": "deeco_thesis.json", "causal": "causal_paper.json",
+           "dilation": "dilation.json"}
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w/.-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
 sys.path.insert(0, ROOT)
@@ -395,6 +396,14 @@ CAUSAL_COLUMNS = {
              ("record_bytes", "bytes per event record", "num"), ("lost", "lost", "pct"),
              ("gossip_delivery", "gossip messages received", "pct")],
 }
+#: experiments/dilation/abc-tree.yaml: T[3,5,5] at k = 1, 4, 8 (issue 29), the paper's tree values beside
+DILATION_COLUMNS = {
+    "abc-tree": [("server_rate", "servers' pooled rate (λt = 15)", "num"), ("server_rate_min", "slowest server", "num"),
+                 ("shortfall", "transmitters' shortfall beyond chance", "pct"),
+                 ("late_share", "wake-ups late by a tenth of their period", "pct"),
+                 ("loop_lag_ms", "loop lag p99 (ms)", "num"), ("delivery_time", "delivery time (paper ~120)", "num"),
+                 ("time_gap", "time gap (paper ~1.1)", "num")],
+}
 
 
 def _ours_column(points: Dict[str, Any], measure: str, style: str, seeds: int) -> Callable[[str], str]:
@@ -430,14 +439,19 @@ def _point_key(point: str):
 
 
 def causal_table(name: str) -> Callable[[], str]:
+    return points_table("causal", name, CAUSAL_COLUMNS[name])
+
+
+def points_table(paper_name: str, name: str, spec: List[Tuple[str, str, str]]) -> Callable[[], str]:
+    """An experiment's points, one row each in grid order, with the measures of `spec` (measure,
+    heading, style) it stores and, where its runs have verdicts, how many were faithful."""
     def make() -> str:
-        exp = load("causal")[name]
+        exp = load(paper_name)[name]
         p = exp["points"]
-        measures = [m for m, _, _ in CAUSAL_COLUMNS[name]]
+        measures = [m for m, _, _ in spec]
         n = majority_seeds(exp, measures)
         stored = measures_of(exp)
-        columns: List[Column] = [(h, _ours_column(p, m, style, n)) for m, h, style in CAUSAL_COLUMNS[name]
-                                 if m in stored]
+        columns: List[Column] = [(h, _ours_column(p, m, style, n)) for m, h, style in spec if m in stored]
         if any(r.get("fidelity") for r in exp["runs"]):   # runs from before the monitor have none
             columns.append(("runs faithful", _faithful_column(exp["runs"])))
         return seeds_line(exp, measures) + "\n\n" + table(sorted(p, key=_point_key), columns, "point")
@@ -509,6 +523,8 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "causal/fig4/verdicts": _verdicts_of("causal", "fig4"),
     "causal/churn": causal_churn,
     "causal/churn/verdicts": _verdicts_of("causal", "churn"),
+    "dilation/abc-tree": points_table("dilation", "abc-tree", DILATION_COLUMNS["abc-tree"]),
+    "dilation/abc-tree/verdicts": _verdicts_of("dilation", "abc-tree"),
 }
 
 
