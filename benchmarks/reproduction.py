@@ -191,10 +191,12 @@ def abc_ci() -> str:
     n = majority_seeds(load("abc")["ci"], ["delivery_time"])
     # experiments/abc/ci.yaml runs C[10|20|31,155] under both dispatches (cluster-S and cluster-S-free);
     # its runs of before had C[10] and C[31] under the free one only, named cluster-S
-    both = "cluster-10-free" in p
-    clusters = [(f"cluster-{s}{suffix}", f"C[{s},155]{label}") for suffix, label in
-                ((("", ", " + READINGS["random"]), ("-free", ", " + READINGS["free"])) if both else (("", ""),))
-                for s in (10, 20, 31) if f"cluster-{s}{suffix}" in p]
+    if "cluster-10-free" in p:
+        dispatches = [("", ", " + READINGS["random"]), ("-free", ", " + READINGS["free"])]
+    else:
+        dispatches = [("", "")]
+    clusters = [(f"cluster-{s}{suffix}", f"C[{s},155]{label}")
+                for suffix, label in dispatches for s in (10, 20, 31) if f"cluster-{s}{suffix}" in p]
     return _abc_table("ci", clusters + [("ring-5", "R[5,31]"), ("ring-31", "R[31,5]"), ("tree-5-2-5", "T[5,2,5]"),
                                         ("tree-3-5-5", "T[3,5,5]")],
                       [("dissemination, ours", lambda r: ours(p.get(r, {}).get("dissemination_time"), "num", n)),
