@@ -2,7 +2,7 @@
 scenarios at k = 1 and k = 4 (the causal cluster at a moderate load, and probes into a
 bandwidth-limited link), 3 seeds each, whose virtual-time measures should agree (flat shapes over
 k, judged from the seeds' spread); and abc-tree.yaml, AbC's communication-intensive T[3,5,5] at
-the paper's scale at k = 1, 4 and 8 (the servers' rate against lambda_t, and the runs' fidelity).
+the paper's scale at k = 1 and 8 (the servers' rate against lambda_t, and the runs' fidelity).
 
     python benchmarks/dilation.py [--set equivalence|abc-tree|all] [--seeds N] [--no-run] [--rejudge]
 

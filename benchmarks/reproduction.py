@@ -398,7 +398,7 @@ CAUSAL_COLUMNS = {
              ("record_bytes", "bytes per event record", "num"), ("lost", "lost", "pct"),
              ("gossip_delivery", "gossip messages received", "pct")],
 }
-#: experiments/dilation/abc-tree.yaml: T[3,5,5] at k = 1, 4, 8 (issue 29), the paper's tree values beside
+#: experiments/dilation/abc-tree.yaml: T[3,5,5] at k = 1 and 8 (issue 29), the paper's tree values beside
 DILATION_COLUMNS = {
     "abc-tree": [("server_rate", "servers' pooled rate (λt = 15)", "num"), ("server_rate_min", "slowest server", "num"),
                  ("shortfall", "transmitters' shortfall beyond chance", "pct"),
