@@ -6,7 +6,7 @@ providers at 155, 310 and 620 components, the larger under time dilation; 3 seed
 dp-dilation.yaml (the data-provider ring and tree at time dilation 1, 2 and 4; 3 seeds), 2000 time
 units of 100 ms.
 
-    python benchmarks/abc_paper.py [--set dp|ci|ring-time-unit|dp-scale|dp-dilation|all] [--seeds N] [--no-run]
+    python benchmarks/abc_paper.py [--set dp|ci|ring-time-unit|dp-scale|dp-dilation|all] [--seeds N|S,S] [--only PATTERN] [--add] [--no-run]
 
 Runs `testbed experiment` on each file (resuming what is complete: about 6 minutes a run on 2
 cores, 20 runs for dp, 50 for ci, 27 for dp-scale of 7 to 25 minutes; ring-time-unit, the data-provider ring at 100 and 200 ms a

@@ -5,7 +5,7 @@ same runs' PrCast order, 21 points, 63 runs of about a minute), fig4.yaml (Figur
 members with 5, 25 and all members updating, 6 events a round, R1) and churn.yaml (coordinators
 joining, leaving and killed from the timeline with k = 1).
 
-    python benchmarks/causal_paper.py [--set fig5|fig4|churn|all] [--seeds N] [--no-run] [--rejudge]
+    python benchmarks/causal_paper.py [--set fig5|fig4|churn|all] [--seeds N|S,S] [--only PATTERN] [--add] [--no-run] [--rejudge]
 
 Runs `testbed experiment` on each file (resuming what is complete), then writes
 benchmarks/results/causal_paper.json: per experiment, per point and measure the mean and its 95%

@@ -11,7 +11,7 @@ ip-groupers.yaml (Figures 31-32: simple IP gossip against 8 groupers, P = 0.0-0.
 each on the kernel range medium and on an 802.11b channel (ns-3): sumo-p.yaml (Table 5, 44
 points) and sumo-age.yaml (Figures 29, 33-35 and all 21 configurations of Table 6, 46 points).
 
-    python benchmarks/deeco_thesis.py [--set manet-p|manet-p-sparse|manet-200|age|age-sparse|ip-groupers|sumo-p|sumo-age|all] [--seeds N] [--no-run]
+    python benchmarks/deeco_thesis.py [--set manet-p|manet-p-sparse|manet-200|age|age-sparse|ip-groupers|sumo-p|sumo-age|all] [--seeds N|S,S] [--only PATTERN] [--add] [--no-run]
 
 Runs `testbed experiment` on each file (resuming what is complete: about 6 minutes a MANET run
 and 3 minutes an IP run on 2 cores), then writes benchmarks/results/deeco_thesis.json: per

@@ -4,7 +4,7 @@ bandwidth-limited link), 3 seeds each, whose virtual-time measures should agree 
 k, judged from the seeds' spread); and abc-tree.yaml, AbC's communication-intensive T[3,5,5] at
 the paper's scale at k = 1 and 8 (the servers' rate against lambda_t, and the runs' fidelity).
 
-    python benchmarks/dilation.py [--set equivalence|abc-tree|all] [--seeds N] [--no-run] [--rejudge]
+    python benchmarks/dilation.py [--set equivalence|abc-tree|all] [--seeds N|S,S] [--only PATTERN] [--add] [--no-run] [--rejudge]
 
 Runs `testbed experiment` on the file (resuming what is complete), then writes
 benchmarks/results/dilation.json: per point and measure the mean and its 95% interval over

@@ -1,7 +1,12 @@
 """What the paper-scale benchmark scripts share (benchmarks/abc_paper.py, deeco_thesis.py): run
 `testbed experiment` on each experiment file of a set (resuming what is complete), gather each
 experiment directory's summary, runs and shape verdicts, and write them to one JSON file under
-benchmarks/results/ whose other sets' results stay."""
+benchmarks/results/ whose other sets' results stay.
+
+A set too long for one sitting (or one machine) is run in slices, `--seeds 2,3` and `--only
+PATTERN` being passed to `testbed experiment`, and `--add` pools each slice's runs with those the
+results file holds for the set: the runs are the record, so the summary and the verdicts are
+computed again over all of them (rejudge); each run's row names the code that made it (`code`)."""
 
 from __future__ import annotations
 
@@ -50,6 +55,50 @@ def gather(out_dir: str, file: Optional[str] = None) -> Dict[str, object]:
     return out
 
 
+def merge(old: Dict, new: Dict, file: str) -> Dict:
+    """A set's results pooled over slices (--add): the stored entry's runs and the new ones (a run
+    made again replaces the stored one of the same name), summarised and judged again together
+    (rejudge). A point's curve over time is the mean of both weighted by their runs where both
+    are on the same time points, else the one from more runs (approximate where a run was made
+    again: its old curve stays inside the stored mean, only its weight leaves); `directories`
+    lists where the runs were made."""
+    if old.get("file") and old["file"] != file:
+        raise SystemExit(f"--add: the stored results come from {old['file']}, not {file}")
+    runs = {r["run"]: r for r in old.get("runs") or []}
+    fresh = {r["run"]: r for r in new.get("runs") or []}
+    count_old = _count(r for name, r in runs.items() if name not in fresh)
+    count_new = _count(fresh.values())
+    runs.update(fresh)
+    curves: Dict[str, Dict[str, List]] = {}
+    for measure in sorted(set(old.get("over_time") or {}) | set(new.get("over_time") or {})):
+        a, b = (old.get("over_time") or {}).get(measure) or {}, (new.get("over_time") or {}).get(measure) or {}
+        curves[measure] = {}
+        for point in sorted(set(a) | set(b)):
+            na, nb = count_old.get(point, 0) if point in a else 0, count_new.get(point, 0) if point in b else 0
+            if na and nb and [t for t, _ in a[point]] == [t for t, _ in b[point]]:
+                curves[measure][point] = [[t, _weighted(u, na, v, nb)] for (t, u), (_, v) in zip(a[point], b[point])]
+            else:
+                curves[measure][point] = b[point] if nb >= na and point in b else a[point]
+    directories = list(old.get("directories") or ([old["directory"]] if old.get("directory") else []))
+    if new.get("directory") not in directories:
+        directories.append(new["directory"])
+    entry = dict(new, runs=list(runs.values()), over_time=curves, directories=directories)
+    return rejudge(entry, file)
+
+
+def _count(rows) -> Dict[str, int]:
+    out: Dict[str, int] = {}
+    for r in rows:
+        out[r.get("point")] = out.get(r.get("point"), 0) + 1
+    return out
+
+
+def _weighted(u, nu: int, v, nv: int):
+    if u is None or v is None:
+        return v if u is None else u
+    return (u * nu + v * nv) / (nu + nv)
+
+
 def _shape(s: Dict) -> Dict:
     keep = ("name", "kind", "verdict", "reason", "means_only", "judge", "groups", "judged", "fidelity")
     return {k: s[k] for k in keep if k in s}
@@ -85,14 +134,20 @@ def rejudge(entry: Dict, file: str) -> Dict:
 
 def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]]], prefix: str, results: str,
          default: str, argv: Optional[List[str]] = None) -> int:
-    """The command line of a benchmark script: --set NAME|all, --seeds N, --no-run, --accept-code-changes,
-    --rejudge. `files` maps a set name to its experiment file (relative to the repository), or to
-    the file and further `testbed experiment` arguments (a set that runs a file's scenarios with an override, say),
-    `prefix` names the experiment directories (runs/experiments/<prefix>-<name>), `results` the
-    JSON file's name."""
+    """The command line of a benchmark script: --set NAME|all, --seeds N|S,S,..., --only PATTERN, --add,
+    --no-run, --accept-code-changes, --rejudge. `files` maps a set name to its experiment file
+    (relative to the repository), or to the file and further `testbed experiment` arguments (a set
+    that runs a file's scenarios with an override, say), `prefix` names the experiment directories
+    (runs/experiments/<prefix>-<name>), `results` the JSON file's name. After an interrupted slice,
+    `--no-run --add` pools the runs it completed."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--set", choices=[*files, "all"], default=default)
-    parser.add_argument("--seeds", type=int, help="seeds per point (default: the files')")
+    parser.add_argument("--seeds", help="seeds 1..N per point, or a list of seeds (2,3) (default: the files')")
+    parser.add_argument("--only", action="append", default=[], metavar="PATTERN",
+                        help="only the points whose names match (testbed experiment --only; repeatable)")
+    parser.add_argument("--add", action="store_true",
+                        help="pool the runs with those the results file holds for the set (a slice run in another "
+                             "sitting), judging them again together, instead of replacing them")
     parser.add_argument("--no-run", action="store_true", help="gather what the experiment directories hold")
     parser.add_argument("--accept-code-changes", action="store_true",
                         help="keep complete runs made by other code (testbed experiment's flag): for a set "
@@ -100,6 +155,8 @@ def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]
     parser.add_argument("--rejudge", action="store_true",
                         help="judge the stored runs of every set in the results file again (no runs, no Spark)")
     args = parser.parse_args(argv)
+    if args.only and args.set == "all":
+        parser.error("--only names points of one set: give --set NAME")
     names = list(files) if args.set == "all" else [args.set]
     path = os.path.join(HERE, "results", results)
     kept = {}
@@ -122,13 +179,16 @@ def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]
         file, extra = (files[name], ()) if isinstance(files[name], str) else files[name]
         command = [sys.executable, "-m", "testbed", "experiment", os.path.join(ROOT, file), "--out", out, *extra]
         if args.seeds:
-            command += ["--seeds", str(args.seeds)]
+            command += ["--seeds", args.seeds]
+        for pattern in args.only:
+            command += ["--only", pattern]
         if args.no_run:
             command += ["--no-run"]
         if args.accept_code_changes:
             command += ["--accept-code-changes"]
         subprocess.run(command, check=True, cwd=ROOT)
-        result["experiments"][name] = gather(out, file)
+        gathered = gather(out, file)
+        result["experiments"][name] = merge(kept[name], gathered, file) if args.add and name in kept else gathered
         for s in result["experiments"][name]["shapes"]:
             print(f"{name}: {s['verdict']:<8} {s['name']}")
         with open(path, "w") as fh:  # after every set: a long run interrupted keeps what is done

@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import CapabilityError, TestbedError, UsageError, ValidationError
 from .faults import DryLab, Nemesis
@@ -266,17 +266,19 @@ def analyze(run_dirs: Iterable[str], master: Optional[str] = None, progress: boo
     return analyze_runs(list(run_dirs), master=master, progress=progress, spark=spark)
 
 
-def experiment(path: str, out: Optional[str] = None, seeds: Optional[int] = None,
+def experiment(path: str, out: Optional[str] = None, seeds: Union[int, Sequence[int], None] = None,
                set: Optional[Mapping[str, Any]] = None, hosts: Optional[Sequence[str]] = None,
                analyze: bool = True, master: Optional[str] = None, progress: bool = False,
-               accept_code_changes: bool = False, accept_unfaithful: bool = False) -> Dict[str, Any]:
+               accept_code_changes: bool = False, accept_unfaithful: bool = False,
+               only: Sequence[str] = ()) -> Dict[str, Any]:
     """Carry out an experiment file as `testbed experiment` does: every point x seed not complete
     yet into `out` (default runs/experiments/<name>), then (with `analyze`) one Spark analysis and
     the tables, plots, verdicts and index.html. Returns {"directory", "runs": {name: status}, and
     with analyze "summary" (one dict per point and measure) and "shapes" (verdicts)}.
     `accept_code_changes` and `accept_unfaithful` are the command's --accept-code-changes (keep
     complete runs stale only because the code changed) and --accept-unfaithful (judge shapes on
-    runs the fidelity monitor called unfaithful)."""
+    runs the fidelity monitor called unfaithful). `seeds` is a number N (seeds 1..N) or a list of
+    seeds, and `only` shell patterns of point names (--only): a slice of the experiment."""
     from .experiment.runner import Runner
     from .experiment.spec import LOCAL, Host, load_experiment
 
@@ -286,11 +288,13 @@ def experiment(path: str, out: Optional[str] = None, seeds: Optional[int] = None
         if h.target != LOCAL:
             from .remote.target import parse_target
             parse_target(h.target)
-    exp = load_experiment(path, seeds=seeds, extra_sets=extra, hosts=host_list)
+    exp = load_experiment(path, seeds=list(seeds) if isinstance(seeds, (list, tuple)) else seeds, extra_sets=extra,
+                          hosts=host_list)
     if accept_unfaithful:
         exp.accept_unfaithful = True
     runner = Runner(exp, out or os.path.join("runs", "experiments", exp.name), progress=progress,
-                    accept_code_changes=accept_code_changes)
+                    accept_code_changes=accept_code_changes,
+                    only=(only,) if isinstance(only, str) else tuple(only))
     runner.execute()
     outcome: Dict[str, Any] = {"directory": runner.out, "runs": {p.name: p.status for p in runner.planned}}
     if analyze:

@@ -269,6 +269,33 @@ def test_the_plan_lists_every_run_without_running_any(tmp_path, capsys, monkeypa
     assert not (tmp_path / "runs").exists()
 
 
+def test_a_slice_of_seeds_and_points_plans_only_its_runs(tmp_path, capsys, monkeypatch):
+    """--seeds 4,5 and --only PATTERN carry out a slice of an experiment (a set too long for one
+    sitting); a pattern that names no point, or a bad seed list, is refused with exit 2 and the
+    points there are, and nothing is made."""
+    from testbed.experiment.runner import Runner
+
+    monkeypatch.chdir(tmp_path)
+    path = workspace(tmp_path)
+    assert main(["experiment", path, "--plan", "--seeds", "4,2", "--only", "*rate=20"]) == 0
+    out = capsys.readouterr().out
+    assert "1 points × 2 seeds = 2 runs" in out and out.count("to run") == 2
+    assert "line.rate=20-s4" in out and "line.rate=20-s2" in out and "rate=5-" not in out
+    assert main(["experiment", path, "--plan", "--seeds", "5,"]) == 0  # seed 5 alone
+    out = capsys.readouterr().out
+    assert "2 points × 1 seed = 2 runs" in out and "line.rate=5-s5" in out and "-s1" not in out
+    exp = load_experiment(path, seeds=[3])
+    runner = Runner(exp, str(tmp_path / "out"), progress=False, only=("line.rate=5", "line.rate=2?"))
+    assert [p.name for p in runner.plan()] == ["line.rate=5-s3", "line.rate=20-s3"]
+    for argv in (["--only", "tree*"], ["--seeds", "2,x"], ["--seeds", "3,3"], ["--seeds", "1,-2"], ["--seeds", ""],
+                 ["--seeds", "²"], ["--seeds", ","]):
+        assert main(["experiment", path, "--plan", *argv]) == 2, argv
+    err = capsys.readouterr().err
+    assert "--only tree*: no point of small-sweep is called so" in err and "line.rate=5, line.rate=20" in err
+    assert "3,3 is not allowed" in err and "--seeds 2,x: not allowed" in err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "out").exists()
+
+
 # -- statistics (the shapes: tests/test_shapes.py) -----------------------------------------------
 
 def test_the_confidence_interval_is_students_t_over_seeds():
@@ -617,6 +644,39 @@ def test_stored_runs_are_judged_again_with_the_current_shapes(tmp_path):
     assert verdicts["sent increasing over rate"] == "valid"
     assert verdicts["sent within a factor 1.1 of the reference"] == "not shown"  # 46 ± 12.7 crosses 49.5
     json.dumps(entry, allow_nan=False)  # strict JSON
+
+
+def test_slices_of_a_set_pool_into_one_results_entry_judged_again(tmp_path):
+    """experiment_sets.merge (--add): the runs of a slice made in another sitting join the stored
+    ones (a run made again replaces its namesake), the summary and verdicts are computed over all
+    of them, the curves over time are averaged by their runs, and the directories are listed."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import experiment_sets
+    finally:
+        sys.path.pop(0)
+    path = workspace(tmp_path)
+
+    def run(rate, seed, sent):
+        return {"run": f"line.rate={rate}-s{seed}", "point": f"line.rate={rate}", "seed": seed, "sent": sent,
+                "ratio": 1.0}
+
+    old = experiment_sets.rejudge({"directory": "a", "runs": [run(5, 1, 45.0), run(20, 1, 180.0), run(20, 2, 1.0)],
+                                   "points": {}, "shapes": [],
+                                   "over_time": {"sent": {"line.rate=5": [[0, 1.0], [1, 2.0]]}}}, path)
+    new = {"directory": "b", "runs": [run(5, 2, 47.0), run(20, 2, 183.0)], "points": {}, "shapes": [],
+           "over_time": {"sent": {"line.rate=5": [[0, 3.0], [1, None]], "line.rate=20": [[0, 5.0]]}}}
+    entry = experiment_sets.merge(old, new, path)
+    assert sorted(r["run"] for r in entry["runs"]) == ["line.rate=20-s1", "line.rate=20-s2", "line.rate=5-s1",
+                                                       "line.rate=5-s2"]
+    assert entry["points"]["line.rate=20"]["sent"]["mean"] == 181.5  # seed 2's 1.0 was replaced
+    assert entry["points"]["line.rate=5"]["sent"]["n"] == 2
+    assert {s["name"]: s["verdict"] for s in entry["shapes"]}["sent increasing over rate"] == "valid"
+    assert entry["over_time"]["sent"] == {"line.rate=5": [[0, 2.0], [1, 2.0]], "line.rate=20": [[0, 5.0]]}
+    assert entry["directories"] == ["a", "b"]
+    with pytest.raises(SystemExit, match="come from"):
+        experiment_sets.merge(dict(old, file="experiments/other.yaml"), new, path)
+    json.dumps(entry, allow_nan=False)
 
 
 def test_grid_quantities_get_a_column_in_base_units_beside_their_text(tmp_path):

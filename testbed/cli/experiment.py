@@ -4,6 +4,7 @@ analyse its runs together and write its tables, plots, verdicts and index.html."
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from ..errors import UsageError
@@ -14,7 +15,12 @@ def register(sub) -> None:
     p = sub.add_parser("experiment", help="run a parameter sweep with replications, compare it with a paper")
     p.add_argument("file", help="experiment YAML file (testbed schema experiment)")
     p.add_argument("--out", help="experiment directory (default runs/experiments/<name>); resumed when it exists")
-    p.add_argument("--seeds", type=int, help="seeds 1..N per point instead of the file's seeds")
+    p.add_argument("--seeds", metavar="N|S,S,...",
+                   help="seeds 1..N per point instead of the file's seeds, or a list of seeds (4,5; 5, for seed 5 "
+                        "alone): a slice of the experiment, as --only is")
+    p.add_argument("--only", action="append", default=[], metavar="PATTERN",
+                   help="carry out only the points whose names match this shell pattern ('tree-3-5-5.k=8', "
+                        "'*.P=0.1*'; repeatable): a slice of the experiment, whose runs the analysis covers")
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a scenario field in every run, after the file's own (repeatable)")
     p.add_argument("--host", action="append", default=[], metavar="USER@HOST[:PORT]",
@@ -64,14 +70,33 @@ def _hosts(args):
     return hosts
 
 
+def seeds_arg(text):
+    """--seeds: N (seeds 1..N) or a comma-separated list of seeds (4,5; one seed alone: 5,); None
+    when not given."""
+    if text is None:
+        return None
+    parts = [t.strip() for t in str(text).split(",")]
+    listed = len(parts) > 1
+    if listed and parts[-1] == "":
+        parts = parts[:-1]  # "5,": the list of seed 5 alone
+    if not parts or not all(re.fullmatch(r"[0-9]+", t) for t in parts):
+        raise UsageError(f"--seeds {text}: not allowed (a whole number N for seeds 1..N, at least 1, "
+                         f"or a list of seeds such as 4,5 or 5,)")
+    if not listed:
+        n = int(parts[0])
+        if n < 1:
+            raise UsageError(f"--seeds: {text} is not allowed (a whole number, at least 1)")
+        return n
+    return [int(t) for t in parts]
+
+
 def run(args) -> int:
     from ..experiment.runner import Runner
     from ..experiment.spec import load_experiment
 
-    if args.seeds is not None and args.seeds < 1:
-        raise UsageError(f"--seeds: {args.seeds} is not allowed (a whole number, at least 1)")
+    seeds = seeds_arg(args.seeds)
     accepted = accepted_impairments(args.accept_unemulated)
-    exp = load_experiment(args.file, seeds=args.seeds, extra_sets=tuple(args.set), hosts=_hosts(args))
+    exp = load_experiment(args.file, seeds=seeds, extra_sets=tuple(args.set), hosts=_hosts(args))
     if args.accept_unfaithful:
         exp.accept_unfaithful = True
     if not (args.plan or args.no_analyze):
@@ -86,7 +111,7 @@ def run(args) -> int:
     if args.bench_after is not None and args.bench_after < 1:
         raise UsageError(f"--bench-after: {args.bench_after} is not allowed (a whole number, at least 1)")
     runner = Runner(exp, out, progress=not args.quiet, accept_unemulated=accepted,
-                    accept_code_changes=args.accept_code_changes,
+                    accept_code_changes=args.accept_code_changes, only=tuple(args.only),
                     **({"bench_after": args.bench_after} if args.bench_after else {}))
     if args.plan:
         return show_plan(runner)
@@ -119,7 +144,7 @@ def _counts(runner) -> str:
 def show_plan(runner) -> int:
     planned = runner.plan()
     exp = runner.exp
-    print(f"experiment {exp.name}: {len(exp.points)} points × {len(exp.seeds)} seed{'s' if len(exp.seeds) > 1 else ''} = {len(planned)} runs "
+    print(f"experiment {exp.name}: {len(runner.points)} points × {len(exp.seeds)} seed{'s' if len(exp.seeds) > 1 else ''} = {len(planned)} runs "
           f"in {os.path.relpath(runner.out)}/ on {', '.join(h.target for h in exp.hosts)}")
     from ..experiment import measures
     from ..experiment.results import read_results

@@ -141,7 +141,7 @@ def write(exp: Experiment, runner, rows, summary, shapes, curves) -> str:
     states: Dict[str, int] = {}
     for p in runner.planned:
         states[p.status] = states.get(p.status, 0) + 1
-    parts.append(f"<p>{len(exp.points)} points × {len(exp.seeds)} seeds = {len(runner.planned)} runs; "
+    parts.append(f"<p>{len(runner.points)} points × {len(exp.seeds)} seeds = {len(runner.planned)} runs; "
                  f"{len(rows)} analysed. Runs by status: "
                  + ", ".join(f"{k} {v}" for k, v in sorted(states.items())) + ".</p>")
     if shapes:

@@ -23,12 +23,17 @@ Each run is a child process (`testbed run`, or `testbed remote run` for a remote
 session of its own: Ctrl-C (or SIGTERM) reaches the experiment, which passes it on once to the
 runs under way, waits for them to stop (they tear their labs down and keep what they captured)
 and exits 130. One experiment at a time uses a directory (a lock file).
+
+A runner may carry out a slice of the experiment: `only` keeps the points whose names match one of
+its shell-style patterns (`--only 'tree-3-5-5.k=8'`), and the experiment's seeds may be a list
+(`--seeds 4,5`); the runs outside the slice are neither planned nor touched in the ledger.
 """
 
 from __future__ import annotations
 
 import datetime
 import fcntl
+import fnmatch
 import json
 import os
 import shutil
@@ -70,6 +75,21 @@ class Planned:
     host: Optional[str] = None
     error: Optional[str] = None
     entry: Dict = field(default_factory=dict)
+
+
+def select_points(exp: Experiment, patterns: Tuple[str, ...] = ()) -> List[Point]:
+    """The experiment's points whose names match one of the shell-style `patterns` (`*`, `?`,
+    `[...]`; --only), in the experiment's order; every point when there are none. A pattern that
+    matches no point is a usage error naming the points there are."""
+    if not patterns:
+        return list(exp.points)
+    names = [p.id for p in exp.points]
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(n, pattern) for n in names):
+            shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+            raise UsageError(f"--only {pattern}: no point of {exp.name} is called so (shell patterns: *, ?, [...]); "
+                             f"its points: {shown}")
+    return [p for p in exp.points if any(fnmatch.fnmatchcase(p.id, pattern) for pattern in patterns)]
 
 
 def run_name(point: Point, seed: int) -> str:
@@ -120,8 +140,10 @@ class Lock:
 class Runner:
     def __init__(self, exp: Experiment, out_dir: str, progress: bool = True, accept_unemulated: Tuple[str, ...] = (),
                  python: str = sys.executable, bench_after: int = BENCH_AFTER,
-                 accept_code_changes: bool = False) -> None:
+                 accept_code_changes: bool = False, only: Tuple[str, ...] = ()) -> None:
         self.exp = exp
+        #: the points this runner carries out (all of the experiment's unless `only` picks some)
+        self.points = select_points(exp, only)
         #: keep the runs that are stale only because the code that makes runs changed
         self.accept_code_changes = accept_code_changes
         self.bench_after = bench_after
@@ -148,12 +170,15 @@ class Runner:
         old = self.ledger.get("runs", {})
         code_files = dict(self.ledger.get("code") or {})
         code_files[self.code] = self.code_files
-        for point in self.exp.points:
+        for point in self.points:
             if point.id not in self._inputs:
                 self._inputs[point.id] = fp.point_inputs(point)
         images = fp.image_ids(sorted({n for i in self._inputs.values() for n in i["image_names"]}))
         out = []
+        mine = {p.id for p in self.points}
         for point, seed in self.exp.runs():
+            if point.id not in mine:
+                continue
             name = run_name(point, seed)
             parts = fp.parts(self._inputs[point.id], seed, tuple(self.accept), self.code, images)
             p = Planned(name=name, point=point, seed=seed, fingerprint=fp.digest(parts), parts=parts)
@@ -215,7 +240,8 @@ class Runner:
         self.ledger = {
             "experiment": self.exp.name, "source": self.exp.source, "description": self.exp.description,
             "testbed": __version__, "created": self.ledger.get("created") or _now(), "updated": _now(),
-            "seeds": self.exp.seeds,
+            # a slice (--seeds 4,5) adds its seeds to those the directory's runs were made with
+            "seeds": list(dict.fromkeys([*(self.ledger.get("seeds") or []), *self.exp.seeds])),
             "hosts": [h.target for h in self.exp.hosts],
             "hosts_benched": dict(self.benched) if self._executed else self.ledger.get("hosts_benched", {}),
             "points": [{"id": p.id, "scenario": p.scenario.label, "file": p.scenario.file,
@@ -242,7 +268,7 @@ class Runner:
             todo = [p for p in self.planned if p.status == "pending"]
             done = len(self.planned) - len(todo)
             stale = [p for p in todo if p.stale]
-            self._say(f"experiment {self.exp.name}: {len(self.planned)} runs ({len(self.exp.points)} points × "
+            self._say(f"experiment {self.exp.name}: {len(self.planned)} runs ({len(self.points)} points × "
                       f"{len(self.exp.seeds)} seed{'s' if len(self.exp.seeds) > 1 else ''}), {done} already complete, "
                       + (f"{len(stale)} stale, " if stale else "") + f"{len(todo)} to run on "
                       f"{len(self.exp.hosts)} host{'s' if len(self.exp.hosts) > 1 else ''}"

@@ -40,7 +40,7 @@ import itertools
 import math
 import os
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..errors import ValidationError
 from ..topology import Reader
@@ -75,16 +75,17 @@ def _slug(value: Any) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text)[:40]
 
 
-def load_experiment(path: str, seeds: Optional[int] = None, extra_sets: Tuple[str, ...] = (),
+def load_experiment(path: str, seeds: Union[int, List[int], None] = None, extra_sets: Tuple[str, ...] = (),
                     hosts: Optional[List[Host]] = None, check_points: bool = True) -> Experiment:
-    """Read and check an experiment file. `seeds` (the CLI's --seeds) replaces the file's count,
-    `extra_sets` (--set) are applied to every run after the file's own, `hosts` (--host) replace the
-    file's. With `check_points`, every point is loaded as a scenario (bad values are refused here)."""
+    """Read and check an experiment file. `seeds` (the CLI's --seeds) replaces the file's seeds (a
+    number N: seeds 1..N; a list: those seeds), `extra_sets` (--set) are applied to every run after
+    the file's own, `hosts` (--host) replace the file's. With `check_points`, every point is loaded
+    as a scenario (bad values are refused here)."""
     doc = load_file(path)
     return parse_experiment(doc, seeds=seeds, extra_sets=extra_sets, hosts=hosts, check_points=check_points)
 
 
-def parse_experiment(doc: Located, seeds: Optional[int] = None, extra_sets: Tuple[str, ...] = (),
+def parse_experiment(doc: Located, seeds: Union[int, List[int], None] = None, extra_sets: Tuple[str, ...] = (),
                      hosts: Optional[List[Host]] = None, check_points: bool = True) -> Experiment:
     from . import shapes as shape_registry
 
@@ -203,7 +204,13 @@ def _grid(r: Reader, value: Any) -> List[Param]:
     return out
 
 
-def _seeds(r: Reader, value: Any, override: Optional[int]) -> List[int]:
+def _seeds(r: Reader, value: Any, override: Union[int, List[int], None]) -> List[int]:
+    if isinstance(override, list):  # --seeds 4,5: these seeds only (a slice of a larger experiment)
+        bad = [s for s in override if not 0 <= s <= MAX_SEED]
+        if not override or bad or len(override) > MAX_SEEDS or len(set(override)) != len(override):
+            raise ValidationError("--seeds", "", f"{','.join(map(str, override))} is not allowed",
+                                  f"distinct seeds from 0 to {MAX_SEED}, at most {MAX_SEEDS}")
+        return list(override)
     if override is not None:
         if not 1 <= override <= MAX_SEEDS:
             raise ValidationError("--seeds", "", f"{override} is not allowed", f"a whole number from 1 to {MAX_SEEDS}")
