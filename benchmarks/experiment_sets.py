@@ -11,6 +11,7 @@ computed again over all of them (rejudge); each run's row names the code that ma
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -52,7 +53,18 @@ def gather(out_dir: str, file: Optional[str] = None) -> Dict[str, object]:
                               "shapes": [_shape(s) for s in shapes], "runs": runs, "over_time": curves}
     if file:
         out["file"] = file
+        out["file_sha256"] = file_digest(file)
     return out
+
+
+def file_digest(file: str) -> Optional[str]:
+    """The experiment file's content digest (relative paths from the repository's root), which
+    --add compares so that runs of an edited file are never pooled with the old file's."""
+    try:
+        with open(os.path.join(ROOT, file), "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def merge(old: Dict, new: Dict, file: str) -> Dict:
@@ -64,6 +76,9 @@ def merge(old: Dict, new: Dict, file: str) -> Dict:
     lists where the runs were made."""
     if old.get("file") and old["file"] != file:
         raise SystemExit(f"--add: the stored results come from {old['file']}, not {file}")
+    if old.get("file_sha256") != new.get("file_sha256", file_digest(file)):
+        raise SystemExit(f"--add: the stored results were made from another version of {file} (or do not record "
+                         f"which): run this slice without --add, so that it replaces them")
     runs = {r["run"]: r for r in old.get("runs") or []}
     fresh = {r["run"]: r for r in new.get("runs") or []}
     count_old = _count(r for name, r in runs.items() if name not in fresh)

@@ -666,6 +666,9 @@ def test_slices_of_a_set_pool_into_one_results_entry_judged_again(tmp_path):
                                    "over_time": {"sent": {"line.rate=5": [[0, 1.0], [1, 2.0]]}}}, path)
     new = {"directory": "b", "runs": [run(5, 2, 47.0), run(20, 2, 183.0)], "points": {}, "shapes": [],
            "over_time": {"sent": {"line.rate=5": [[0, 3.0], [1, None]], "line.rate=20": [[0, 5.0]]}}}
+    with pytest.raises(SystemExit, match="another version"):  # the stored entry does not say which file made it
+        experiment_sets.merge(old, new, path)
+    old["file_sha256"] = new["file_sha256"] = experiment_sets.file_digest(path)
     entry = experiment_sets.merge(old, new, path)
     assert sorted(r["run"] for r in entry["runs"]) == ["line.rate=20-s1", "line.rate=20-s2", "line.rate=5-s1",
                                                        "line.rate=5-s2"]
@@ -676,6 +679,10 @@ def test_slices_of_a_set_pool_into_one_results_entry_judged_again(tmp_path):
     assert entry["directories"] == ["a", "b"]
     with pytest.raises(SystemExit, match="come from"):
         experiment_sets.merge(dict(old, file="experiments/other.yaml"), new, path)
+    with open(path, "a") as fh:
+        fh.write("# edited\n")
+    with pytest.raises(SystemExit, match="another version"):
+        experiment_sets.merge(old, dict(new, file_sha256=experiment_sets.file_digest(path)), path)
     json.dumps(entry, allow_nan=False)
 
 
