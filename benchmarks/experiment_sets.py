@@ -17,6 +17,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections import Counter
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
@@ -81,8 +82,8 @@ def merge(old: Dict, new: Dict, file: str) -> Dict:
                          f"which): run this slice without --add, so that it replaces them")
     runs = {r["run"]: r for r in old.get("runs") or []}
     fresh = {r["run"]: r for r in new.get("runs") or []}
-    count_old = _count(r for name, r in runs.items() if name not in fresh)
-    count_new = _count(fresh.values())
+    count_old = Counter(r.get("point") for name, r in runs.items() if name not in fresh)
+    count_new = Counter(r.get("point") for r in fresh.values())
     runs.update(fresh)
     curves: Dict[str, Dict[str, List]] = {}
     for measure in sorted(set(old.get("over_time") or {}) | set(new.get("over_time") or {})):
@@ -99,13 +100,6 @@ def merge(old: Dict, new: Dict, file: str) -> Dict:
         directories.append(new["directory"])
     entry = dict(new, runs=list(runs.values()), over_time=curves, directories=directories)
     return rejudge(entry, file)
-
-
-def _count(rows) -> Dict[str, int]:
-    out: Dict[str, int] = {}
-    for r in rows:
-        out[r.get("point")] = out.get(r.get("point"), 0) + 1
-    return out
 
 
 def _weighted(u, nu: int, v, nv: int):

@@ -83,13 +83,16 @@ def select_points(exp: Experiment, patterns: Tuple[str, ...] = ()) -> List[Point
     matches no point is a usage error naming the points there are."""
     if not patterns:
         return list(exp.points)
-    names = [p.id for p in exp.points]
+    chosen = set()
     for pattern in patterns:
-        if not any(fnmatch.fnmatchcase(n, pattern) for n in names):
+        hits = {p.id for p in exp.points if fnmatch.fnmatchcase(p.id, pattern)}
+        if not hits:
+            names = [p.id for p in exp.points]
             shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
             raise UsageError(f"--only {pattern}: no point of {exp.name} is called so (shell patterns: *, ?, [...]); "
                              f"its points: {shown}")
-    return [p for p in exp.points if any(fnmatch.fnmatchcase(p.id, pattern) for pattern in patterns)]
+        chosen |= hits
+    return [p for p in exp.points if p.id in chosen]
 
 
 def run_name(point: Point, seed: int) -> str:
