@@ -312,6 +312,10 @@ class CausalMember(Role):
         self.round_no = 0
         self.creating = True
         self._starts: Dict[str, float] = {}   # each loop's schedule origin (the agent clock's time)
+        # the first gossip round comes at a phase of the member's own, drawn from its seed (I15 of
+        # docs/CAUSAL-READING.md): workloads start in node order a few ms apart, and rounds in that
+        # order let an event of an early member cross every later one within one round
+        self._first = {"gossip_round": self.gossip_s * (1.0 - rng.random())}
         # Figure 5's "gossip only": the same PrCast receive order delivered at once, each event
         # unless a causally later one of its index was delivered already (optimistic order)
         self.gossip_only_T = [0] * self.n
@@ -428,14 +432,16 @@ class CausalMember(Role):
         return loops
 
     async def _every(self, period: float, action) -> None:
-        """`action` every `period` from the workload's start; restarted after the workload ends, it
+        """`action` every `period` from the workload's start (gossip rounds from a phase of their
+        own within the first period, cluster rounds from one period); restarted after the workload ends, it
         keeps its phase (a cluster round that slipped would miss its neighbours' ALIVEs). A round
         that fell behind skips the rounds it missed; one failed round is logged and the schedule
         goes on."""
         clock = self.agent.clock
         resume = action.__name__ in self._starts
         start = self._starts.setdefault(action.__name__, clock.time())
-        await clock.every(period, action, first=start + period, resume=resume, on_error=self._round_failed)
+        first = start + self._first.get(action.__name__, period)
+        await clock.every(period, action, first=first, resume=resume, on_error=self._round_failed)
 
     def _round_failed(self, action, exc: BaseException) -> None:
         self.agent.log_error(action.__name__, exc)
