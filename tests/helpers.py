@@ -106,3 +106,11 @@ def cli_in_process(*args, cwd=None) -> Tuple[int, str, str]:
     finally:
         os.chdir(before)
     return code, out.getvalue(), err.getvalue()
+
+
+def testbed_cli(*args, cwd=ROOT) -> subprocess.CompletedProcess:
+    """`testbed ARGS` in this process (cli_in_process), as the CompletedProcess that a test
+    written against the command's exit code and output reads: a run then costs no interpreter
+    start and no imports."""
+    code, out, err = cli_in_process(*args, cwd=cwd)
+    return subprocess.CompletedProcess(list(args), code, out, err)

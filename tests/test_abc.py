@@ -457,11 +457,10 @@ RUNS = {  # name: (scenario, --set overrides)
 COMMON = ("duration=4s", "quiet=2s", "workload.kinds.component.params.time_unit_ms=250")
 
 
-def _testbed(*args, timeout=600):
-    import subprocess
-    import sys
-    return subprocess.run([sys.executable, "-m", "testbed", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT)
+def _testbed(*args):
+    from .helpers import testbed_cli
+
+    return testbed_cli(*args)
 
 
 def _logs(run_dir) -> Dict[str, List[Dict[str, Any]]]:

@@ -239,11 +239,10 @@ DURATION = 60.0  # s: the others stop pulling 1 at most T_p + R after its last k
 GRID = grid()[0]
 
 
-def _testbed(*args, timeout=900):
-    import subprocess
-    import sys
-    return subprocess.run([sys.executable, "-m", "testbed", *args], capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT)
+def _testbed(*args):
+    from .helpers import testbed_cli
+
+    return testbed_cli(*args)
 
 
 def _read_run(run_dir: str) -> Dict[str, List[dict]]:

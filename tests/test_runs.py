@@ -151,8 +151,21 @@ timeline:
     assert n > 400 and low <= lost["lossy"][0] <= high, lost
 
 
-def test_a_paused_node_sends_nothing_until_resumed(no_leftovers, images, tmp_path):
-    run_dir, manifest = run(tmp_path, BROADCASTERS + "timeline:\n  - {at: 1s, action: pause, node: h1, for: 1500ms}\n")
+@pytest.fixture(scope="module")
+def paused_run(machine, images, tmp_path_factory):
+    """One run, seed 5, h1 paused at 1 s for 1.5 s, for the tests that read a pause and the run
+    directory (each used to make its own)."""
+    from testbed.cleanup import leftovers
+
+    assert not leftovers(), "testbed objects present before the run"
+    result = run(tmp_path_factory.mktemp("paused"),
+                 BROADCASTERS + "seed: 5\ntimeline:\n  - {at: 1s, action: pause, node: h1, for: 1500ms}\n")
+    assert not leftovers(), "the run left testbed objects behind"
+    return result
+
+
+def test_a_paused_node_sends_nothing_until_resumed(paused_run):
+    run_dir, manifest = paused_run
     paused, resumed = action_time(manifest, "pause", "h1", key="done_ns"), action_time(manifest, "resume", "h1")
     h1 = manifest["node_ids"]["h1"]
     times = [p.t_ns for p in pcap(run_dir, "h2") if p.header.sender == h1]
@@ -184,8 +197,8 @@ def test_stop_start_link_down_and_exec(no_leftovers, images, tmp_path):
     assert any(t > up + 50_000_000 for t in h3_rx)
 
 
-def test_the_run_directory_is_self_describing(no_leftovers, images, tmp_path):
-    run_dir, manifest = run(tmp_path, BROADCASTERS + "seed: 5\ntimeline:\n  - {at: 1s, action: pause, node: h2, for: 1s}\n")
+def test_the_run_directory_is_self_describing(paused_run):
+    run_dir, manifest = paused_run
     on_disk = json.load(open(os.path.join(run_dir, "manifest.json")))
     assert on_disk["status"] == "completed" and on_disk["seed"] == 5
     for key in ("scenario", "topology", "versions", "node_ids", "addresses", "started_ns", "t0_ns", "timeline",
