@@ -351,6 +351,14 @@ def test_a_misspelt_measure_path_is_an_error_naming_the_nearest_keys(tmp_path):
         problems["measures.whole.path"])
     assert err.value.exit_code == 2 and str(err.value).endswith("the runs are kept")
     check(exp, {})  # nothing analysed yet: nothing to say
+    # a path that is there but null in every run (a success rate where nothing was asked, in a
+    # slice of the experiment without the runs that ask) is a real path, not a misspelt one
+    text = EXPERIMENT.replace("  ratio: messages.all.delivery_ratio\n", "  ratio: recovery.success_rate\n")
+    nulls = {"r1": {"messages": {"all": {"sent": 45}}, "recovery": {"requests": 0, "success_rate": None}}}
+    check(load_experiment(workspace(tmp_path, text)), nulls)
+    with pytest.raises(UnresolvedMeasures):
+        check(load_experiment(workspace(tmp_path, text.replace("recovery.success_rate", "recovery.sucess_rate"))),
+              nulls)
     assert nearest("abc.delivery_time.mean", ["abc.delivery_time.mean_ms", "abc.gap.mean_ms", "run.id"])[0] == \
         "abc.delivery_time.mean_ms"
     assert nearest("zzz", ["abc.delivery_time.mean_ms"]) == []

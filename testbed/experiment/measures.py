@@ -116,11 +116,19 @@ def check(exp: Experiment, results: Dict[str, Dict[str, Any]], after: str = "") 
         raise UnresolvedMeasures(problems, after)
 
 
+def _names_a_key(results: Dict[str, Any], path: Tuple[str, ...]) -> bool:
+    """Whether `path` is a key of `results`, whatever its value (null included)."""
+    parent = lookup(results, path[:-1]) if len(path) > 1 else results
+    return isinstance(parent, dict) and path[-1] in parent
+
+
 def _problem(m: Measure, results: Dict[str, Dict[str, Any]]) -> Optional[Tuple[str, Optional[str]]]:
     path = ".".join(m.path)
     values = [lookup(r, m.path) for r in results.values()]
     if any(number(v) is not None for v in values):
         return None
+    if all(v is None for v in values) and any(_names_a_key(r, m.path) for r in results.values()):
+        return None  # a real path, null in these runs: a rate without any attempt, in a slice without the others
     present = [v for v in values if v is not None]
     runs = f"{len(results)} analysed run{'s' if len(results) > 1 else ''}"
     if not present:
