@@ -11,7 +11,6 @@ computed again over all of them (rejudge); each run's row names the code that ma
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -61,11 +60,9 @@ def gather(out_dir: str, file: Optional[str] = None) -> Dict[str, object]:
 def file_digest(file: str) -> Optional[str]:
     """The experiment file's content digest (relative paths from the repository's root), which
     --add compares so that runs of an edited file are never pooled with the old file's."""
-    try:
-        with open(os.path.join(ROOT, file), "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()
-    except OSError:
-        return None
+    from testbed.experiment.fingerprint import file_sha256
+
+    return file_sha256(os.path.join(ROOT, file))
 
 
 def merge(old: Dict, new: Dict, file: str) -> Dict:

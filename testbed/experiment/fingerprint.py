@@ -35,12 +35,18 @@ def _hash(data: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _file_hash(path: str) -> Optional[str]:
+def file_sha256(path: str) -> Optional[str]:
+    """A file's whole sha256 (hex), None when it cannot be read."""
     try:
         with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()[:16]
+            return hashlib.sha256(fh.read()).hexdigest()
     except OSError:
         return None
+
+
+def _file_hash(path: str) -> Optional[str]:
+    digest = file_sha256(path)
+    return digest[:16] if digest else None
 
 
 def point_inputs(point: Point) -> Dict[str, Any]:
