@@ -26,6 +26,7 @@ from testbed.errors import ValidationError
 from testbed.scenario import load_scenario, parse_scenario_text
 
 from .helpers import FakeClock
+from .helpers import testbed_cli as _testbed  # `testbed ARGS` in this process
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIOS = {kind: os.path.join(ROOT, "scenarios", f"abc-{name}.yaml")
@@ -455,12 +456,6 @@ RUNS = {  # name: (scenario, --set overrides)
     "tree-ci": ("tree", ("workload.kinds.component.params.workload=communication-intensive",)),
 }
 COMMON = ("duration=4s", "quiet=2s", "workload.kinds.component.params.time_unit_ms=250")
-
-
-def _testbed(*args):
-    from .helpers import testbed_cli
-
-    return testbed_cli(*args)
 
 
 def _logs(run_dir) -> Dict[str, List[Dict[str, Any]]]:

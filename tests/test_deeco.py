@@ -15,6 +15,7 @@ import pytest
 from agents.deeco.grouper import owner
 from agents.roles import check_params, check_structure
 from tests.deeco_net import Net, grid, unit_disk
+from .helpers import testbed_cli as _testbed  # `testbed ARGS` in this process
 
 R = 5.0  # Table 7's periods (s)
 
@@ -237,12 +238,6 @@ KILL_AT = 40.0  # s: late enough for 9 to pull 1's knowledge three times first
 KILL = f"timeline=[{{at: {KILL_AT:g}s, action: kill, node: n1}}]"
 DURATION = 60.0  # s: the others stop pulling 1 at most T_p + R after its last knowledge
 GRID = grid()[0]
-
-
-def _testbed(*args):
-    from .helpers import testbed_cli
-
-    return testbed_cli(*args)
 
 
 def _read_run(run_dir: str) -> Dict[str, List[dict]]:
