@@ -292,7 +292,7 @@ def test_the_analysis_expects_events_only_at_members_up_since_and_times_exclusio
         ticket("a", 0, 0, "[0]", "bootstrap"), ticket("b", 0, 1, "[1]", "bootstrap"),
         ticket("c", 0, 2, "[2]", "bootstrap"), ticket("d", 0, 3, "[3, 4]", "bootstrap"),
         ticket("a", int(1.8 * s), 0, "[0]", "excluded", excluded='["d"]', tickets="[4, 3]"),
-        ticket("d", int(2.3 * s), None, "[]", "too few ALIVE"),
+        ticket("d", int(2.3 * s), None, "[]", "too few ALIVE", membership="disconnected"),
         ticket("b", int(2.9 * s), 1, "[1]", "excluded", excluded='["c"]', tickets="[2]"),
         ticket("e", 6 * s, 2, "[2]", "joined"),
         ticket("m6", 12 * s, 9, "[9]", "excluded", excluded='["m1"]', tickets="[0]")])   # after the end: not judged
@@ -302,6 +302,7 @@ def test_the_analysis_expects_events_only_at_members_up_since_and_times_exclusio
     assert out["events"]["expected"] == 2 + 2 + 3 and out["events"]["delivered"] == 3, out["events"]
     m = out["membership"]
     assert m["alive_per_round_max"] == 3 and m["exclusions"] == 2 and m["joins"] == 1
+    assert m["disconnections"] == 1, "d's own disconnection; a killed member logs none"
     first, second = m["exclusion_list"]
     assert first["excluded"] == ["d"] and first["after_fault_rounds"] == pytest.approx(0.8)
     assert first["distance"] == 3 and first["reused_after_rounds"] is None

@@ -29,7 +29,7 @@ its ticket-uniqueness check, and its report section.
   transmissions), `recovered` (requested events that arrived), `success_rate` = recovered /
   requests; `replies` (CAUSAL_RECOVERY transmissions).
 - `membership`: MEMBERSHIP transmissions, `exclusions`, `joins` and `leaves` (Algorithm 1's,
-  acknowledged) logged, `alive_per_round_max`
+  acknowledged) logged, `disconnections` (ticket changes to disconnected, for whatever reason), `alive_per_round_max`
   (the most ALIVEs a process sent between two of its rounds: at most 2k+1), and per exclusion
   (`exclusion_list`) the fault it answered, the rounds since, E_pq and the distance, a cut-off
   member's own disconnection against Corollary 4.1's bound (`disconnect_within_bound` over all)
@@ -93,6 +93,14 @@ def _sum(states: pd.DataFrame, column: str) -> Optional[int]:
     if column not in states.columns or not len(states):
         return None
     return int(pd.to_numeric(states[column], errors="coerce").fillna(0).sum())
+
+
+def _disconnections(tickets: pd.DataFrame) -> int:
+    """Ticket changes to `disconnected` before the run's end: a coordinator that lost its tickets
+    (excluded elsewhere, too few ALIVEs, an exclusion not acknowledged, a failed leave)."""
+    if not len(tickets) or "membership" not in tickets.columns:
+        return 0
+    return int((tickets["membership"].astype(str) == "disconnected").sum())
 
 
 def _record_bytes(sent: pd.DataFrame, counters: pd.DataFrame) -> Optional[float]:
@@ -352,7 +360,7 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
                      "success_rate": _share(recovered, requests)},
         "membership": {"messages": sent_of(MessageType.MEMBERSHIP, "transmissions"),
                        "exclusions": int((why == "excluded").sum()), "joins": int((why == "joined").sum()),
-                       "leaves": int((why == "left").sum()),
+                       "leaves": int((why == "left").sum()), "disconnections": _disconnections(tickets),
                        "alive_per_round_max": _max(counters, "cluster_alive_max_round"),
                        "k": _param(manifest, "k"),
                        **exclusion_measures(rows, tickets, down, manifest, _param(manifest, "round_ms"))},
