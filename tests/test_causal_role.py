@@ -245,7 +245,8 @@ def test_the_analysis_counts_losses_latency_recovery_and_judges_tickets():
                          "datagrams": [40, 4, 2], "bytes": [4000, 200, 40]})
     out = causal.measures(sends, deliveries, manifest, states, sent)
     assert out["events"] == {"created": 2, "expected": 4, "delivered": 3, "lost": 1, "lost_share": 0.25,
-                             "forced": 0, "obsolete": 0}
+                             "forced": 0, "obsolete": 0, "lost_by_most": 1, "lost_by_several": 0,
+                             "lost_by_several_if_independent": pytest.approx(2 * 0.25 ** 2)}
     assert out["gossip_only"]["delivered"] == 3 and out["gossip_only"]["lost"] == 1
     # the members' histograms merged (one as its JSON text), each at the middle of its millisecond
     gossip = out["gossip_only"]["latency"]
@@ -300,6 +301,12 @@ def test_the_analysis_expects_events_only_at_members_up_since_and_times_exclusio
     # c is killed at 2 s and e starts at 5 s: event 1 (0.5 s) is expected at b and d (cut off, but
     # running), event 2 at b and d, event 3 at b, d and e; e's delivery of event 2 is not counted
     assert out["events"]["expected"] == 2 + 2 + 3 and out["events"]["delivered"] == 3, out["events"]
+    # lost: d every event, e event 3; so event 3 at two members, and independent losses at
+    # q = 4/7 would give q² for each two-member event and 1 − (1 − q)³ − 3q(1 − q)² for event 3
+    q = 4 / 7
+    assert out["events"]["lost_by_most"] == 2 and out["events"]["lost_by_several"] == 1
+    assert out["events"]["lost_by_several_if_independent"] == pytest.approx(
+        2 * q ** 2 + 1 - (1 - q) ** 3 - 3 * q * (1 - q) ** 2)
     m = out["membership"]
     assert m["alive_per_round_max"] == 3 and m["exclusions"] == 2 and m["joins"] == 1
     assert m["disconnections"] == 1, "d's own disconnection; a killed member logs none"
