@@ -31,10 +31,10 @@ its ticket-uniqueness check, and its report section.
   transmissions), `recovered` (requested events that arrived), `success_rate` = recovered /
   requests; `replies` (CAUSAL_RECOVERY transmissions).
 - `membership`: MEMBERSHIP transmissions, `exclusions`, `joins` and `leaves` (Algorithm 1's,
-  acknowledged) logged, `disconnections` (ticket changes to disconnected, for whatever reason), `alive_per_round_max`
-  (the most ALIVEs a process sent between two of its rounds: at most 2k+1), and per exclusion
-  (`exclusion_list`) the fault it answered, the rounds since, E_pq and the distance, a cut-off
-  member's own disconnection against Corollary 4.1's bound (`disconnect_within_bound` over all)
+  acknowledged) logged, `disconnections` (ticket changes to disconnected, for whatever reason),
+  `alive_per_round_max` (the most ALIVEs a process sent between two of its rounds: at most
+  2k+1), and per exclusion (`exclusion_list`) the fault it answered, the rounds since, E_pq and
+  the distance, a cut-off member's own disconnection against Corollary 4.1's bound (`disconnect_within_bound` over all)
   and against the bound of the algorithm's own timing (`disconnect_within_reading_bound`)
   and the rounds until an excluded ticket was held again (`exclusion_after_fault_rounds_max`).
 - `ticket_uniqueness`: the check of spark_analysis/checks/tickets.py (Theorem 4.2) over the logged
