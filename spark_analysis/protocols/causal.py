@@ -198,19 +198,19 @@ def expected_pairs(s: pd.DataFrame, down: Dict[str, list], end: Optional[int],
     return pd.DataFrame(rows, columns=["node", "origin", "seq"]).drop_duplicates()
 
 
-def lost_per_event(pairs: Optional[pd.DataFrame], first: pd.DataFrame,
-                   lost_share: Optional[float]) -> Dict[str, Optional[float]]:
+def lost_per_event(pairs: Optional[pd.DataFrame], first: pd.DataFrame) -> Dict[str, Optional[float]]:
     """Whether losses cluster on events (Figure 5(c): R4 fails when the k members asked all lack
     the event, which the paper puts down to "a PrCast [that] may reach very few processes"): the
     most expected members one event was lost at, the events lost at two or more of theirs, and
-    how many such events independent losses at the run's lost share would give, summed over the
-    events with their own numbers of expected members (1 − (1 − q)ⁿ − n·q·(1 − q)ⁿ⁻¹)."""
+    how many such events independent losses at the run's lost share q would give, summed over the
+    events with their own numbers of expected members (1 − (1 − q)ⁿ − n·q·(1 − q)ⁿ⁻¹). `first`
+    holds each (node, origin, seq) once, as in `measures`."""
     if pairs is None or not len(pairs):
         return {"lost_by_most": None, "lost_by_several": None, "lost_by_several_if_independent": None}
-    got = first[["node", "origin", "seq"]].drop_duplicates().assign(_got=True)
-    joined = pairs.merge(got, on=["node", "origin", "seq"], how="left")
-    lost = joined[joined["_got"].isna()].groupby(["origin", "seq"]).size()
-    q = float(lost_share or 0.0)
+    joined = pairs.merge(first[["node", "origin", "seq"]].assign(_got=True), on=["node", "origin", "seq"], how="left")
+    missed = joined["_got"].isna()
+    lost = joined[missed].groupby(["origin", "seq"]).size()
+    q = float(missed.mean())
     n = pairs.groupby(["origin", "seq"]).size().to_numpy(dtype=float)
     independent = float(np.sum(1 - (1 - q) ** n - n * q * (1 - q) ** (n - 1))) if q else 0.0
     return {"lost_by_most": int(lost.max()) if len(lost) else 0, "lost_by_several": int((lost >= 2).sum()),
@@ -368,7 +368,7 @@ def measures(sends: pd.DataFrame, deliveries: pd.DataFrame, manifest: dict, stat
         "events": {"created": int(len(s)), "expected": expected, "delivered": delivered, "lost": lost,
                    "lost_share": _share(lost, expected), "forced": _sum(counters, "causal_forced"),
                    "obsolete": _sum(counters, "causal_obsolete"),
-                   **lost_per_event(pairs, first, _share(lost, expected))},
+                   **lost_per_event(pairs, first)},
         "gossip_only": {"delivered": only, "out_of_order": _sum(counters, "gossip_only_out_of_order"),
                         "lost": None if only is None or expected is None else max(expected - only, 0),
                         "lost_share": None if only is None else _share(max(expected - only, 0), expected),
