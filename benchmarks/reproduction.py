@@ -315,9 +315,9 @@ def _verdicts_of(paper_name: str, name: str) -> Callable[[], str]:
     return lambda: verdicts(load(paper_name)[name])
 
 
-def _deeco_p_table(name: str, values: Sequence[float], medium: str = "") -> str:
+def _deeco_p_table(name: str, values: Sequence[float], medium: str = "", ages: bool = False) -> str:
     """Table 5 beside ours; `medium` ("kernel", "wifi") picks the scenarios of an experiment that
-    runs both (named MEDIUM-simple, MEDIUM-boundary)."""
+    runs both (named MEDIUM-simple, MEDIUM-boundary); `ages` adds our median knowledge ages."""
     exp = load("deeco")[name]
     p = exp["points"]
     n = majority_seeds(exp, ["messages"])
@@ -340,6 +340,12 @@ def _deeco_p_table(name: str, values: Sequence[float], medium: str = "") -> str:
         ("ours boundary", lambda v: ours(p.get(pt("boundary", v), {}).get("messages"), "num", n)),
         ("ours ratio", lambda v: ratio_cell(exp, pt("simple", v), pt("boundary", v), "messages", "{:.2f}")),
     ]
+    if ages:
+        columns += [
+            ("ours simple: median age (ms)", lambda v: ours(p.get(pt("simple", v), {}).get("age_median"), "num", n)),
+            ("ours boundary: median age (ms)",
+             lambda v: ours(p.get(pt("boundary", v), {}).get("age_median"), "num", n)),
+        ]
     rows = [v for v in values if pt("simple", v) in p or pt("boundary", v) in p]
     return seeds_line(exp, ["messages"]) + "\n\n" + table(rows, columns, "P", lambda v: f"{v:g}")
 
@@ -507,9 +513,9 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "deeco/age-sparse/verdicts": _verdicts_of("deeco", "age-sparse"),
     # the thesis's scale on both media (issue 31): placed in the document once their runs are in
     "deeco/sumo-p/kernel": lambda: _deeco_p_table("sumo-p", [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-                                                  "kernel"),
+                                                  "kernel", ages=True),
     "deeco/sumo-p/wifi": lambda: _deeco_p_table("sumo-p", [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-                                                "wifi"),
+                                                "wifi", ages=True),
     "deeco/sumo-p/verdicts": _verdicts_of("deeco", "sumo-p"),
     "deeco/sumo-age": lambda: _deeco_age_table("sumo-age", [
         (f"{m}-{s}", f"{m}: {label}") for s, label in
