@@ -192,7 +192,11 @@ def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]
             command += ["--no-run"]
         if args.accept_code_changes:
             command += ["--accept-code-changes"]
-        subprocess.run(command, check=True, cwd=ROOT)
+        code = subprocess.run(command, cwd=ROOT).returncode
+        if code != 0:  # testbed experiment has said why (an interruption, a bad file, a failed run)
+            print(f"{name}: testbed experiment ended with exit code {code}; the results file is unchanged "
+                  "for this set", file=sys.stderr)
+            return code
         gathered = gather(out, file)
         result["experiments"][name] = merge(kept[name], gathered, file) if args.add and name in kept else gathered
         for s in result["experiments"][name]["shapes"]:

@@ -42,9 +42,13 @@ def test_a_wifi_segment_has_the_standards_rates_by_default_and_keeps_the_kernel_
     p = lossy.wifi.propagation
     assert (p.model, p.exponent, p.sigma_db, p.tx_power_dbm, p.sensitivity_dbm) == ("log-distance", 3, 4, 21, -90)
     assert lossy.wifi.data_rate_mbit == 5.5
-    # the same segment on the kernel medium expects the same delivery at every distance in range
+    # the same segment on the kernel medium expects the same delivery at every distance in range,
+    # at the PHY's threshold: -90 dBm is 0.4 dB under 802.11b's noise floor plus preamble
+    # detection's 4 dB (-174 + 10 log10(22 MHz) + 7 + 4 = -89.58 dBm), which is the threshold then
+    assert lossy.wifi.threshold_dbm == pytest.approx(-89.576, abs=1e-3)
+    assert _segment("channel: wifi, loss: {model: log-distance, sensitivity: -85}").wifi.threshold_dbm == -85
     kernel = _segment("loss: {model: log-distance, exponent: 3, reference_loss: 40, sigma: 4, tx_power: 21, "
-                      "sensitivity: -90}")
+                      f"sensitivity: {lossy.wifi.threshold_dbm}}}")
     d = np.linspace(1, 150, 300)
     assert np.allclose(lossy.delivery(d), kernel.delivery(d)) and kernel.channel == "kernel"
     # what a topology says comes back from its dictionary form
@@ -187,6 +191,22 @@ def test_hidden_terminals_collide_on_the_wifi_channel_and_not_on_the_kernel_medi
     failed = stats["b"]["phy_rx_error"] + sum(stats["b"]["phy_rx_drop"].values())
     assert failed >= 0.5 * lost, (lost, stats["b"])
     assert stats["b"]["partition_dropped"] >= 50, stats["b"]
+
+
+def test_the_sensitivity_is_the_channels_reception_threshold(lab_factory):
+    """Without shadowing, b (70 m: -85.4 dBm) is above the PHY's threshold (-89.6 dBm, see above)
+    and under ns-3's default preamble detection (-82 dBm), c (105 m: -90.6 dBm) below it: every
+    broadcast reaches b and none c, as the segment's expected delivery says (ns-3's default
+    threshold had lost every frame to b as a failed preamble detection)."""
+    topology = parse_topology_text(
+        "nodes: {a: {position: [0, 0]}, b: {position: [70, 0]}, c: {position: [105, 0]}}\n"
+        "radio: {air: {members: [a, b, c], range: 150m, channel: wifi, loss: {model: log-distance, "
+        "exponent: 3, reference_loss: 40, sigma: 0, tx_power: 10, sensitivity: -90}}}\n", "threshold.yaml")
+    assert list(topology.radio["air"].delivery(np.array([70.0, 105.0]))) == [1.0, 0.0]
+    lab = lab_factory(topology)
+    near, far = (start_probe(lab, node, "udp-recv", 7388, 1, 4) for node in ("b", "c"))
+    run_probe(lab, "a", "udp-send", str(lab.address("a").network.broadcast_address), 7388, 50, 100)
+    assert (finish(near)["unique"], finish(far)["unique"]) == (50, 0)
 
 
 def test_saturating_broadcasters_share_the_channels_capacity(lab_factory):

@@ -145,10 +145,10 @@ class RadioSegment:
 
     def delivery(self, distance: np.ndarray) -> np.ndarray:
         """The probability that a frame sent over each distance arrives, from range and
-        propagation alone (on the wifi channel: without interference, at the sensitivity)."""
+        propagation alone (on the wifi channel: without interference, at the PHY's threshold)."""
         heard = distance <= self.range_m
         if self.wifi is not None:
-            p = self.wifi.propagation.probability(distance, self.wifi.frequency_hz)
+            p = self.wifi.probability(distance)
         else:
             p = self.loss.probability(distance)
         return np.where(heard, p, 0.0)

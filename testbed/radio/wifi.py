@@ -19,7 +19,11 @@ On a segment:
 `loss` takes the kernel medium's log-distance model unchanged, so that a segment moves from one
 channel to the other by its `channel` field: ns-3 computes the same path loss and draws the same
 log-normal shadowing per frame and receiver, the transmit power is the PHY's and the sensitivity
-is the PHY's reception threshold. `propagation` names the other path-loss models ns-3 has
+is the PHY's reception threshold: ns-3 detects a preamble from it (its own default, -82 dBm,
+would cut the reach of a -90 dBm segment about in half) and counts a detected frame as a busy
+medium from it, so that carrier sense reaches as far as reception. A frame must also clear the
+noise floor by preamble detection's 4 dB (-89.6 dBm at 802.11b's 22 MHz), so a sensitivity below
+that is the floor's (`WifiSpec.threshold_dbm`). `propagation` names the other path-loss models ns-3 has
 (`range`: every frame in range arrives at full power; `friis`; `two-ray`; `log-distance`), and
 `fading: nakagami` adds Nakagami-m fading on top of any of them, as ns-3 chains it.
 """
@@ -57,6 +61,11 @@ KERNEL_ONLY = {"bitrate": "the wifi channel's airtime comes from data_rate and b
 DEFAULT_TX_POWER_DBM = 16.0
 DEFAULT_SENSITIVITY_DBM = -101.0
 SPEED_OF_LIGHT = 299_792_458.0
+#: what ns-3's PHY adds to the thermal noise (its RxNoiseFigure) and the SNR its threshold
+#: preamble detection asks of a frame (its Threshold), in dB; the channels' widths in Hz
+NOISE_FIGURE_DB = 7.0
+PREAMBLE_SNR_DB = 4.0
+CHANNEL_WIDTH_HZ = {"802.11b": 22e6, "802.11g": 20e6, "802.11a": 20e6}
 
 PROPAGATION_ALLOWED = ("range; or {model: log-distance, exponent, reference_loss, reference_distance, sigma, "
                        "tx_power, sensitivity}; {model: friis, tx_power, sensitivity}; {model: two-ray, height, "
@@ -113,10 +122,13 @@ class Propagation:
             ground = 40.0 * np.log10(np.maximum(d, 1e-9)) - 20.0 * math.log10(max(ht * hr, 1e-9))
         return self.tx_power_dbm - np.where(d <= crossover, friis, ground)
 
-    def probability(self, distance: np.ndarray, frequency_hz: float) -> np.ndarray:
+    def probability(self, distance: np.ndarray, frequency_hz: float,
+                    threshold_dbm: Optional[float] = None) -> np.ndarray:
         """The probability that a frame sent over each distance reaches the receiver's
-        sensitivity, without interference (shadowing and fading drawn per frame)."""
-        margin = self.mean_rx_dbm(distance, frequency_hz) - self.sensitivity_dbm
+        threshold (its sensitivity unless given), without interference (shadowing and fading
+        drawn per frame)."""
+        threshold = self.sensitivity_dbm if threshold_dbm is None else threshold_dbm
+        margin = self.mean_rx_dbm(distance, frequency_hz) - threshold
         if self.fading == "none":
             if self.sigma_db == 0:
                 return (margin >= 0).astype(np.float64)
@@ -147,6 +159,18 @@ class WifiSpec:
     @property
     def frequency_hz(self) -> float:
         return STANDARDS[self.standard][1]
+
+    @property
+    def threshold_dbm(self) -> float:
+        """The weakest frame the PHY receives without interference: the sensitivity, or the
+        thermal noise over the channel plus the noise figure and preamble detection's SNR if
+        that is higher."""
+        floor = -174.0 + 10.0 * math.log10(CHANNEL_WIDTH_HZ[self.standard]) + NOISE_FIGURE_DB
+        return max(self.propagation.sensitivity_dbm, floor + PREAMBLE_SNR_DB)
+
+    def probability(self, distance: np.ndarray) -> np.ndarray:
+        """The expected delivery over each distance, from the propagation alone."""
+        return self.propagation.probability(distance, self.frequency_hz, self.threshold_dbm)
 
     def mode(self, rate_mbit: float) -> str:
         return STANDARDS[self.standard][2][rate_mbit]

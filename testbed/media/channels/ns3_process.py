@@ -162,6 +162,12 @@ def main() -> int:
         phy.Set("TxPowerStart", ns.DoubleValue(propagation["tx_power"]))
         phy.Set("TxPowerEnd", ns.DoubleValue(propagation["tx_power"]))
         phy.Set("RxSensitivity", ns.DoubleValue(propagation["sensitivity"]))
+        # ns-3 detects a preamble only from MinimumRssi and counts a detected frame as a busy
+        # medium only from CcaSensitivity (both -82 dBm by default): the sensitivity is both, so
+        # that it is the reception threshold and carrier sense reaches as far (testbed/radio/wifi.py)
+        ns.Config.SetDefault("ns3::ThresholdPreambleDetectionModel::MinimumRssi",
+                             ns.DoubleValue(propagation["sensitivity"]))
+        phy.Set("CcaSensitivity", ns.DoubleValue(propagation["sensitivity"]))
         mac = ns.WifiMacHelper()
         mac.SetType("ns3::AdhocWifiMac")
         devices = wifi.Install(phy, mac, nodes)
