@@ -39,15 +39,15 @@ import numpy as np
 from .propagation import LOG_DISTANCE_FIELDS, BOUNDS, LossModel, ModelError
 
 #: standard → (ns-3 WifiStandard enum name, centre frequency in Hz of the channel ns-3 uses,
-#: {rate in Mbit/s: ns-3 WifiMode name})
-STANDARDS: Dict[str, Tuple[str, float, Dict[float, str]]] = {
+#: {rate in Mbit/s: ns-3 WifiMode name}, the channel's width in Hz)
+STANDARDS: Dict[str, Tuple[str, float, Dict[float, str], float]] = {
     "802.11b": ("WIFI_STANDARD_80211b", 2.412e9,
-                {1.0: "DsssRate1Mbps", 2.0: "DsssRate2Mbps", 5.5: "DsssRate5_5Mbps", 11.0: "DsssRate11Mbps"}),
+                {1.0: "DsssRate1Mbps", 2.0: "DsssRate2Mbps", 5.5: "DsssRate5_5Mbps", 11.0: "DsssRate11Mbps"}, 22e6),
     "802.11g": ("WIFI_STANDARD_80211g", 2.412e9,
                 {1.0: "DsssRate1Mbps", 2.0: "DsssRate2Mbps", 5.5: "DsssRate5_5Mbps", 11.0: "DsssRate11Mbps",
-                 **{r: f"ErpOfdmRate{r:g}Mbps" for r in (6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0)}}),
+                 **{r: f"ErpOfdmRate{r:g}Mbps" for r in (6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0)}}, 20e6),
     "802.11a": ("WIFI_STANDARD_80211a", 5.18e9,
-                {r: f"OfdmRate{r:g}Mbps" for r in (6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0)}),
+                {r: f"OfdmRate{r:g}Mbps" for r in (6.0, 9.0, 12.0, 18.0, 24.0, 36.0, 48.0, 54.0)}, 20e6),
 }
 PROPAGATION_MODELS = ("range", "log-distance", "friis", "two-ray")
 FADING_MODELS = ("none", "nakagami")
@@ -62,10 +62,9 @@ DEFAULT_TX_POWER_DBM = 16.0
 DEFAULT_SENSITIVITY_DBM = -101.0
 SPEED_OF_LIGHT = 299_792_458.0
 #: what ns-3's PHY adds to the thermal noise (its RxNoiseFigure) and the SNR its threshold
-#: preamble detection asks of a frame (its Threshold), in dB; the channels' widths in Hz
+#: preamble detection asks of a frame (its Threshold), in dB
 NOISE_FIGURE_DB = 7.0
 PREAMBLE_SNR_DB = 4.0
-CHANNEL_WIDTH_HZ = {"802.11b": 22e6, "802.11g": 20e6, "802.11a": 20e6}
 
 PROPAGATION_ALLOWED = ("range; or {model: log-distance, exponent, reference_loss, reference_distance, sigma, "
                        "tx_power, sensitivity}; {model: friis, tx_power, sensitivity}; {model: two-ray, height, "
@@ -165,7 +164,7 @@ class WifiSpec:
         """The weakest frame the PHY receives without interference: the sensitivity, or the
         thermal noise over the channel plus the noise figure and preamble detection's SNR if
         that is higher."""
-        floor = -174.0 + 10.0 * math.log10(CHANNEL_WIDTH_HZ[self.standard]) + NOISE_FIGURE_DB
+        floor = -174.0 + 10.0 * math.log10(STANDARDS[self.standard][3]) + NOISE_FIGURE_DB
         return max(self.propagation.sensitivity_dbm, floor + PREAMBLE_SNR_DB)
 
     def probability(self, distance: np.ndarray) -> np.ndarray:
