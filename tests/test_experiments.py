@@ -602,7 +602,12 @@ def test_benchmark_sets_pass_their_extra_arguments_and_keep_the_other_sets_resul
         sys.path.pop(0)
     commands = []
     monkeypatch.setattr(experiment_sets, "HERE", str(tmp_path))
-    monkeypatch.setattr(experiment_sets.subprocess, "run", lambda command, **kw: commands.append(command))
+    codes = [0]
+
+    def run(command, **kw):
+        commands.append(command)
+        return subprocess.CompletedProcess(command, codes[0])
+    monkeypatch.setattr(experiment_sets.subprocess, "run", run)
     monkeypatch.setattr(experiment_sets, "gather",
                         lambda out, file=None: {"directory": out, "shapes": [], "file": file})
     (tmp_path / "results").mkdir()
@@ -615,6 +620,10 @@ def test_benchmark_sets_pass_their_extra_arguments_and_keep_the_other_sets_resul
     assert command[command.index("--out") + 1].endswith(os.path.join("runs", "experiments", "p-over"))
     kept = json.loads((tmp_path / "results" / "r.json").read_text())["experiments"]
     assert sorted(kept) == ["old", "over"]
+    # testbed experiment failing (interrupted, a bad file): its exit code, and the file as it was
+    codes[0] = 130
+    assert experiment_sets.main("d", files, "p", "r.json", "plain", ["--set", "plain"]) == 130
+    assert sorted(json.loads((tmp_path / "results" / "r.json").read_text())["experiments"]) == ["old", "over"]
 
 
 def test_the_reproduction_documents_tables_are_generated_from_the_results_files():
