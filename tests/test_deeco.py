@@ -379,7 +379,7 @@ def test_reduced_experiments_run_and_show_the_theses_orderings(tmp_path, no_left
     assert code == 0, stderr[-3000:]
     runs = pd.read_csv(out / "runs.csv").set_index("point")
     assert sorted(runs.index) == ["boundary", "ip-groupers", "ip-simple", "simple", "simple-p0"]
-    # P = 0: every message is a publication, and 16 nodes publish 3 times in 15 s
+    # P = 0: every message is a publication, and 16 nodes publish 2 or 3 times in 12 s (every 5 s)
     assert runs.loc["simple-p0", "rebroadcasts"] == 0 and 16 * 2 <= runs.loc["simple-p0", "messages"] <= 16 * 4
     assert (runs.loc[["simple", "boundary", "ip-simple", "ip-groupers"], "rebroadcasts"] > 0).all()
     assert (runs["age_median"] > 0).all()

@@ -224,7 +224,7 @@ def test_saturating_broadcasters_share_the_channels_capacity(lab_factory):
         receiver = start_probe(lab, "listener", "udp-rate", 7400, 1)
         senders = [lab.hosts[f"s{i}"].popen([
             "/usr/bin/python3", os.path.join(os.path.dirname(__file__), "netprobe.py"), "udp-blast",
-            str(lab.address("s0").network.broadcast_address), "7400", "4", "1"]) for i in range(4)]
+            str(lab.address("s0").network.broadcast_address), "7400", "2", "1"]) for i in range(4)]
         for proc in senders:
             proc.wait(timeout=60)
         got = finish(receiver)["wire_mbit"]
@@ -285,7 +285,7 @@ def test_a_dilated_channel_carries_its_virtual_rate_in_virtual_time(lab_factory)
         "nodes: {s: {position: [0, 0]}, l: {position: [20, 0]}}\n"
         "radio: {air: {members: [s, l], range: 100m, channel: wifi}}\n", "dilated.yaml"), time_dilation=2)
     receiver = start_probe(lab, "l", "udp-rate", 7401, 1)
-    run_probe(lab, "s", "udp-blast", str(lab.address("s").network.broadcast_address), 7401, 4, 2)
+    run_probe(lab, "s", "udp-blast", str(lab.address("s").network.broadcast_address), 7401, 2, 2)
     wall = finish(receiver)["wire_mbit"]
     assert 0.38 < wall < 0.52, wall
     lab.media["radio"].finish()
