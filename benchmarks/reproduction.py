@@ -32,6 +32,7 @@ ROOT = os.path.dirname(HERE)
 DOC = os.path.join(ROOT, "docs", "REPRODUCTION.md")
 RESULTS = {"abc": "abc_paper.json", "deeco": "deeco_thesis.json", "causal": "causal_paper.json",
            "dilation": "dilation.json"}
+FLOOD = "deeco_flood.json"  # benchmarks/deeco_flood.py: not an experiment set
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w/.-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
 sys.path.insert(0, ROOT)
@@ -350,6 +351,43 @@ def _deeco_p_table(name: str, values: Sequence[float], medium: str = "", ages: b
     return seeds_line(exp, ["messages"]) + "\n\n" + table(rows, columns, "P", lambda v: f"{v:g}")
 
 
+def deeco_flood() -> str:
+    """benchmarks/deeco_flood.py's replay of the sumo-p runs' floods on their own positions: the
+    expected figures beside the measured ones, then the expected ones at longer reaches."""
+    with open(os.path.join(HERE, "results", FLOOD)) as fh:
+        data = json.load(fh)
+    thesis, rows = data["thesis"], data["runs"]
+
+    def pair(row: Dict[str, Any], key: str, measured: str) -> str:
+        e, m = row["expected"][0].get(key), row["measured"].get(measured)
+        return "–" if e is None or m is None else f"{e:.2f} / {m:.2f}"
+
+    first = table(rows, [
+        ("a broadcast's receivers (P = 0)", lambda r: pair(r, "receivers_per_broadcast", "receivers_per_broadcast")),
+        ("messages a publication, simple (P = 1)", lambda r: pair(r, "flood_P1", "flood_P1")),
+        ("messages a publication, boundary (P = 1)", lambda r: pair(r, "boundary_P1", "boundary_P1")),
+        (f"reach at which a publication costs Table 5's {thesis['flood_P1']:.1f}",
+         lambda r: "beyond the replayed reaches" if r["thesis_reach_scale"] is None
+         else f"{r['thesis_reach_scale']:.2f} × ours"),
+    ], "medium, seed (expected / measured)", lambda r: f"{r['medium']}, {r['seed']}")
+    scales = [e["range_scale"] for e in rows[0]["expected"]]
+
+    def at(row: Dict[str, Any], scale: float) -> str:
+        e = next(x for x in row["expected"] if x["range_scale"] == scale)
+        ratio = f", {e['flood_P1'] / e['boundary_P1']:.2f}" if e.get("boundary_P1") else ""
+        return f"{e['receivers_per_broadcast']:.2f}, {e['flood_P1']:.1f}{ratio}"
+
+    second = table(scales, [(f"{r['medium']}, seed {r['seed']}", lambda v, r=r: at(r, v)) for r in rows],
+                   "reach × ours", lambda v: f"{v:g}")
+    seeds = min(sum(r["medium"] == m for r in rows) for m in {r["medium"] for r in rows})
+    spread = ("One seed a medium: each value is one run's (the expected ones means over its replayed floods), "
+              "with no interval. " if seeds < 2 else "")
+    return (f"{spread}Replayed on every {data['every']}th position snapshot of the runs, each node publishing once "
+            f"in each.\n\n{first}\n\nExpected at longer reaches (receivers of a broadcast, messages a publication "
+            f"at P = 1, simple over boundary); Table 5: {thesis['flood_P1']:.1f} messages a publication, "
+            f"simple over boundary {thesis['ratio_P1']:.2f}.\n\n{second}")
+
+
 def _deeco_age_table(name: str, rows: List[Tuple[str, str]]) -> str:
     exp = load("deeco")[name]
     p = exp["points"]
@@ -517,6 +555,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "deeco/sumo-p/wifi": lambda: _deeco_p_table("sumo-p", [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
                                                 "wifi", ages=True),
     "deeco/sumo-p/verdicts": _verdicts_of("deeco", "sumo-p"),
+    "deeco/sumo-p/flood": deeco_flood,
     "deeco/sumo-age": lambda: _deeco_age_table("sumo-age", [
         (f"{m}-{s}", f"{m}: {label}") for s, label in
         [("simple", "simple gossip"), ("boundary", "boundary")] + [

@@ -386,3 +386,45 @@ def test_reduced_experiments_run_and_show_the_theses_orderings(tmp_path, no_left
     assert runs.loc["simple", "sources"] > runs.loc["simple-p0", "sources"], "rebroadcasts reach beyond one hop"
     shapes = json.loads((out / "shapes.json").read_text())
     assert len(shapes) == 4 and all(s["verdict"] == "valid" for s in shapes), shapes
+
+
+def test_the_flood_replay_counts_what_each_flood_sends_with_and_without_the_boundary():
+    """benchmarks/deeco_flood.py on five nodes of a line (0, 80, 160, 240 and 400 m) whose pairs
+    deliver within 100 m always and never beyond: the first four make one cluster, the fifth is
+    alone; at twice the reach all five are one. The boundary (170 m from the publisher) stops the
+    nodes beyond it passing a knowledge on."""
+    import os
+    import sys
+
+    import numpy as np
+    import pandas as pd
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import deeco_flood
+    finally:
+        sys.path.pop(0)
+    positions = pd.DataFrame({"t_s": 0.0, "node": [f"n{i}" for i in range(5)], "x": [0.0, 80, 160, 240, 400],
+                              "y": 0.0})
+    one, two = deeco_flood.replay(positions, lambda d: (d <= 100).astype(float), boundary_m=170,
+                                  scales=(1.0, 2.0), every=1)
+    # 1, 2, 2, 1 and 0 receivers; floods of 4, 4, 4, 4 and 1 messages; with the boundary 3
+    # (240 m: n0 hears from n1 and stops), 4, 4, 3 (n0 again) and 1
+    assert (one["receivers_per_broadcast"], one["component_mean"]) == (pytest.approx(1.2), pytest.approx(3.4))
+    assert (one["flood_P1"], one["boundary_P1"], one["floods"]) == (pytest.approx(3.4), pytest.approx(3.0), 5)
+    assert (two["receivers_per_broadcast"], two["component_mean"], two["flood_P1"]) == (
+        pytest.approx(2.4), pytest.approx(5.0), pytest.approx(5.0))
+    # the boundary stays 170 m on the ground at the longer reach: 3, 4, 4, 4 and 2 messages
+    assert two["boundary_P1"] == pytest.approx(3.4)
+    # 4 messages a publication lies between the two reaches, on the logarithm of the flood
+    expected = 1 + (math.log(4) - math.log(3.4)) / (math.log(5) - math.log(3.4))
+    assert deeco_flood.reach_for([one, two], 4.0) == pytest.approx(expected)
+    assert deeco_flood.reach_for([one, two], 6.0) is None
+    # with loss, a flood reaches on average what the pairs' probabilities give: two nodes 50 m
+    # apart delivering half the time send 1.5 messages a publication
+    pair = pd.DataFrame({"t_s": 0.0, "node": ["a", "b"], "x": [0.0, 50.0], "y": 0.0})
+    (half,) = deeco_flood.replay(pair, lambda d: (d <= 100) * 0.5, scales=(1.0,), every=1, seed=3)
+    assert half["boundary_P1"] is None and half["receivers_per_broadcast"] == pytest.approx(0.5)
+    rng = np.random.default_rng(7)
+    many = [deeco_flood._flood(np.array([[0, 0.5], [0.5, 0]]), 0, rng) for _ in range(4000)]
+    assert 1.45 < sum(many) / len(many) < 1.55
