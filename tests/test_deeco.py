@@ -276,7 +276,7 @@ def deeco_runs(machine, images, tmp_path_factory):
     kill is the fault-free use case), and a boundary line."""
     base = tmp_path_factory.mktemp("deeco")
     plan = {"use-case": (USE_CASE, (KILL, f"duration={DURATION:g}s")),
-            "boundary": (f"{ROOT}/scenarios/deeco-boundary-line.yaml", ())}
+            "boundary": (f"{ROOT}/scenarios/deeco-boundary-line.yaml", ("duration=8s",))}  # 4 knowledge periods
     return run_plan(base, plan)
 
 
