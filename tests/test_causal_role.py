@@ -182,7 +182,7 @@ def test_reduced_churn_excludes_every_fault_reuses_tickets_after_the_block_and_k
         assert checks[name]["verdict"] == "valid", (name, checks[name]["anomalies"])
     # event identity: never two creators under one ticket at once, never an (origin, seq) twice.
     # A (ticket, count) given twice is allowed only as the gap issue 30 still has open (seen in
-    # 1 run of 3, stop 45): m2, cut off at its link_down, goes on creating under its ticket until
+    # 1 of 6 churn runs, stop 45): m2, cut off at its link_down, goes on creating under its ticket until
     # it lets go; those events reach nobody, and the ticket's next owner counts on from the last
     # count the others saw. Any other repeat, or one whose first event somebody got, fails here.
     identity = checks["event-identity"]
