@@ -57,13 +57,15 @@ def replay(positions: pd.DataFrame, delivery, boundary_m: Optional[float] = None
     within boundary_m of the publisher passes it on: a distance on the ground, whatever the reach)."""
     rng = np.random.default_rng(seed)
     snapshots = sorted(positions["t_s"].unique())[every // 2::every]
+    distances = []  # each snapshot's pairwise distances, for every scale
+    for t in snapshots:
+        xy = positions[positions["t_s"] == t].sort_values("node")[["x", "y"]].to_numpy()
+        distances.append(np.hypot(xy[:, None, 0] - xy[None, :, 0], xy[:, None, 1] - xy[None, :, 1]))
     out = []
     for scale in scales:
         receivers, components, floods, bounded = [], [], [], []
-        for t in snapshots:
-            xy = positions[positions["t_s"] == t].sort_values("node")[["x", "y"]].to_numpy()
-            n = len(xy)
-            distance = np.hypot(xy[:, None, 0] - xy[None, :, 0], xy[:, None, 1] - xy[None, :, 1])
+        for distance in distances:
+            n = len(distance)
             p = np.asarray(delivery(distance.ravel() / scale), dtype=float).reshape(n, n)
             np.fill_diagonal(p, 0.0)
             receivers.append(p.sum(axis=1).mean())
@@ -143,11 +145,6 @@ def thesis_values() -> Dict[str, float]:
             "ratio_P1": value["simple.P=1"] / value["boundary.P=1"]}
 
 
-def _manifest(run_dir: str) -> Dict[str, Any]:
-    with open(os.path.join(run_dir, "manifest.json")) as fh:
-        return json.load(fh)
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", default=RUNS, help="a directory of sumo-p runs (default: %(default)s)")
@@ -163,15 +160,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         if m and os.path.isfile(os.path.join(args.runs, name, "report", "results.json")):
             key = f"{m['scenario']}.P={float(m['p']):g}"
             pairs.setdefault((m["medium"], int(m["seed"])), {})[key] = os.path.join(args.runs, name)
+    from testbed.rundir import read_manifest
+
     thesis = thesis_values()
     rows = []
     for (medium, seed), runs in sorted(pairs.items()):
         if "simple.P=1" not in runs:
             continue
-        manifest = _manifest(runs["simple.P=1"])
+        manifest = read_manifest(runs["simple.P=1"])
         boundary_m = None
         if "boundary.P=1" in runs:
-            boundary_m = _manifest(runs["boundary.P=1"])["scenario"]["workload"]["defaults"]["params"]["boundary_m"]
+            boundary_m = read_manifest(runs["boundary.P=1"])["scenario"]["workload"]["defaults"]["params"]["boundary_m"]
         positions = pd.read_parquet(os.path.join(runs["simple.P=1"], "radio", "positions.parquet"))
         expected = replay(positions, _delivery(manifest), boundary_m, every=args.every, seed=seed)
         simple = _results(runs["simple.P=1"])["deeco"]["messages"]
