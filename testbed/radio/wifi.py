@@ -62,7 +62,8 @@ DEFAULT_TX_POWER_DBM = 16.0
 DEFAULT_SENSITIVITY_DBM = -101.0
 SPEED_OF_LIGHT = 299_792_458.0
 #: what ns-3's PHY adds to the thermal noise (its RxNoiseFigure) and the SNR its threshold
-#: preamble detection asks of a frame (its Threshold), in dB
+#: preamble detection asks of a frame (its Threshold), in dB: ns-3's defaults, which the channel's
+#: process sets from here (testbed/media/channels/ns3_process.py)
 NOISE_FIGURE_DB = 7.0
 PREAMBLE_SNR_DB = 4.0
 

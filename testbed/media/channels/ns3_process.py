@@ -164,10 +164,15 @@ def main() -> int:
         phy.Set("RxSensitivity", ns.DoubleValue(propagation["sensitivity"]))
         # ns-3 detects a preamble only from MinimumRssi and counts a detected frame as a busy
         # medium only from CcaSensitivity (both -82 dBm by default): the sensitivity is both, so
-        # that it is the reception threshold and carrier sense reaches as far (testbed/radio/wifi.py)
+        # that it is the reception threshold and carrier sense reaches as far. The noise figure and
+        # preamble detection's SNR are set from the values the expected delivery's threshold uses
+        # (testbed/radio/wifi.py: WifiSpec.threshold_dbm), not left to ns-3's defaults
         ns.Config.SetDefault("ns3::ThresholdPreambleDetectionModel::MinimumRssi",
                              ns.DoubleValue(propagation["sensitivity"]))
+        ns.Config.SetDefault("ns3::ThresholdPreambleDetectionModel::Threshold",
+                             ns.DoubleValue(segment["preamble_snr_db"]))
         phy.Set("CcaSensitivity", ns.DoubleValue(propagation["sensitivity"]))
+        phy.Set("RxNoiseFigure", ns.DoubleValue(segment["noise_figure_db"]))
         mac = ns.WifiMacHelper()
         mac.SetType("ns3::AdhocWifiMac")
         devices = wifi.Install(phy, mac, nodes)

@@ -39,7 +39,7 @@ from ..base import Build
 from ...names import ENV_LAB, NODE_TABLE
 from ...shaping import Port
 from ...radio.spec import RadioSegment
-from ...radio.wifi import STANDARDS
+from ...radio.wifi import NOISE_FIGURE_DB, PREAMBLE_SNR_DB, STANDARDS
 from .base import Channel
 
 #: the ns-3 process: loading ns-3 and compiling the glue (about 10-20 s on these machines)
@@ -213,6 +213,7 @@ class WifiChannel(Channel):
                              "data_mode": wifi.mode(wifi.data_rate_mbit), "basic_mode": wifi.mode(wifi.basic_rate_mbit),
                              "frequency_hz": wifi.frequency_hz, "range_m": segment.range_m,
                              "queue": segment.queue_frames, "queue_max_delay_ms": QUEUE_MAX_DELAY_MS,
+                             "noise_figure_db": NOISE_FIGURE_DB, "preamble_snr_db": PREAMBLE_SNR_DB,
                              "propagation": spec,
                              "members": [{"key": f"{name}/{node}", "device": self._host_end[(name, node)],
                                           "position": list(self.medium.position(node))}
