@@ -9,6 +9,13 @@ drawn in [0, 1) (a joiner's first round comes at the first such time after it wa
 role does on real hosts (agents/causal/member.py: every process from its own start), and a
 member's exclusion deadline is served when it comes rather than on the in-phase 0.1 grid.
 
+With `events` (issue 30's event identity) every coordinator also makes events, on average `events`
+a round at its round (the gossip round is the cluster round here), with the causality layer's own
+numbering (agents/causal/causality.py: CausalLayer.take and create, reuse_margin); an event goes
+to every member it can reach and each forwards it once on first receipt, as gossip would carry it
+to everyone connected; a joiner's clock starts from the first event it gets (I10). `made` lists
+every creation: who, its own number, the protocol's name (ticket, count), when.
+
 `shared_tickets` is the independent observer of Theorem 4.2: it reads only the ticket changes the
 members logged and the network's own record of who went down when, and gives every overlap of two
 processes holding one ticket (spark_analysis/checks/tickets.py, the check real runs are judged
@@ -21,6 +28,7 @@ import math
 import random
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from agents.causal.causality import CausalLayer, Event, reuse_margin
 from agents.causal.cluster import COORDINATOR, LEAVING, LEFT, ClusterMember, Out
 from agents.causal.member import LEAVE_WAIT
 
@@ -29,11 +37,20 @@ US = 1_000_000          # the observer's time unit: a millionth of a round
 
 
 class ClusterNet:
-    def __init__(self, names: List[str], n: int, k: int = 1, seed: int = 1, phases: bool = False) -> None:
+    def __init__(self, names: List[str], n: int, k: int = 1, seed: int = 1, phases: bool = False,
+                 events: float = 0.0, margin: Optional[int] = None) -> None:
         self.rng = random.Random(seed)
         self.n, self.k = n, k
         self.now = 0.0
         self.phases = phases
+        self.events = events
+        # the counts a reused ticket's new owner skips: the role's own rule unless a test sets it
+        self.margin = reuse_margin(math.ceil(events), 1.0, 1.0, DELTA) if margin is None else margin
+        self.causal: Dict[str, CausalLayer] = {}
+        self.owners: Dict[str, Dict[int, str]] = {}      # each member's last creator seen of each ticket
+        self.owner_count: Dict[str, Dict[int, int]] = {}  # and the count of that creator's event
+        self.seen: Dict[str, Set[Tuple[str, int]]] = {}  # each member's events got, as (origin, number)
+        self.made: List[Dict[str, Any]] = []
         self.members: Dict[str, ClusterMember] = {}
         self.phase: Dict[str, float] = {}
         self.round_at: Dict[str, float] = {}     # with phases: each member's next round
@@ -52,6 +69,15 @@ class ClusterNet:
 
     def _new(self, name: str, rng: random.Random) -> ClusterMember:
         self.members[name] = ClusterMember(name, self.n, self.k, delta=DELTA, rng=rng)
+        if self.events:
+            # a member added after the start (a joiner) takes its clock from its first event (I10)
+            # its timers as the role's defaults have them (5 gossip rounds each, a tenth of a
+            # cluster round apiece), though events come once a cluster round here
+            self.causal[name] = CausalLayer(self.n, None, recovery="none", me=name, late=hasattr(self, "dead"),
+                                            time_to_terminate=0.5, time_to_recover=0.5)
+            self.causal[name].reuse_margin = self.margin
+            # every member starts knowing the initial ring's owners, as the role does
+            self.owners[name], self.owner_count[name], self.seen[name] = dict(getattr(self, "ring", {})), {}, set()
         if self.phases:
             phi = self.rng.random()
             self.phase[name] = phi
@@ -63,8 +89,11 @@ class ClusterNet:
         return self._new(name, random.Random(f"{self.rng.random()}:{name}"))
 
     def bootstrap(self, ring: Dict[int, str]) -> None:
+        self.ring = dict(ring)
         for m in ring.values():
             self.members[m].bootstrap(ring)
+            if self.events:
+                self.owners[m].update(ring)
         self._collect()
 
     # -- faults ---------------------------------------------------------------------------------
@@ -134,6 +163,8 @@ class ClusterNet:
                 self._count += 1
                 heapq.heappush(self.queue, (self.now + tenth / 10, self._count, "", "", "poll"))
             self._collect()
+            for name in sorted(self.members):
+                self._make(name)
 
     def _run_phased(self, t_end: float) -> None:
         while True:
@@ -147,6 +178,7 @@ class ClusterNet:
                 self.round_at[name] = at + 1.0
                 self.send(name, self.members[name].round(at))
                 self._collect()
+                self._make(name)
             else:
                 self.now = t_end
                 return
@@ -165,6 +197,9 @@ class ClusterNet:
     def _step(self) -> None:
         at, _, sender, to, out = heapq.heappop(self.queue)
         self.now = at
+        if isinstance(out, tuple) and out[0] == "event":
+            self._got(to, out[1])
+            return
         if isinstance(out, str) and out == "die":
             if to not in self.dead:
                 if self.members[to].state == LEAVING:
@@ -199,7 +234,53 @@ class ClusterNet:
         for name, m in self.members.items():
             for change in m.changes():
                 self.log.append({"t": self.now, "node": name, **change})
+            if self.events:   # the role's _sync_ticket
+                ticket = m.ticket if m.state == COORDINATOR and name not in self.dead else None
+                self.causal[name].take(ticket, reused=m.ticket_reused or self.owners[name].get(ticket) not in (None, name))
+                if ticket is not None:
+                    self.owners[name][ticket] = name
         self.check_unique()
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def _make(self, name: str) -> None:
+        """A member's gossip round: the causality layer's timers (the round is the gossip round
+        here), then its new events."""
+        c = self.causal.get(name)
+        if c is None or name in self.dead:
+            return
+        c.tick(self.now)
+        if c.ticket is None or not c.synced:
+            return
+        k = math.floor(self.events) + (1 if self.rng.random() < self.events - math.floor(self.events) else 0)
+        for _ in range(k):
+            e = c.create()
+            self.made.append({"t": self.now, "origin": name, "number": e.number, "name": e.eid})
+            self.seen[name].add((name, e.number))
+            self._spread(name, e)
+
+    def _spread(self, sender: str, e: Event) -> None:
+        for t in self.members:
+            if t != sender and self.reachable(sender, t):
+                self._count += 1
+                heapq.heappush(self.queue, (self.now + self.rng.uniform(0.01, 0.05), self._count, sender, t,
+                                            ("event", e)))
+
+    def _got(self, to: str, e: Event) -> None:
+        if to in self.dead or (e.origin, e.number) in self.seen[to]:
+            return
+        self.seen[to].add((e.origin, e.number))
+        if e.ts[e.index] > self.owner_count[to].get(e.index, 0):   # as the role's on_message
+            self.owners[to][e.index], self.owner_count[to][e.index] = e.origin, e.ts[e.index]
+        self.causal[to].receive(e, self.now)
+        self._spread(to, e)
+
+    def repeated_names(self) -> List[List[Dict[str, Any]]]:
+        """Every (ticket, count) given to more than one event, with its creations."""
+        by: Dict[Tuple[int, int], List[Dict[str, Any]]] = {}
+        for m in self.made:
+            by.setdefault(m["name"], []).append(m)
+        return [v for v in by.values() if len(v) > 1]
 
     def holders(self) -> Dict[str, Set[int]]:
         return {name: {m.ticket} | set(m.coordinated()) for name, m in self.members.items()

@@ -10,7 +10,7 @@ from typing import List, Tuple
 
 import pytest
 
-from agents.causal.causality import CausalLayer, Event, buffer_size, precedes
+from agents.causal.causality import CausalLayer, Event, buffer_size, precedes, reuse_margin
 from agents.causal.prcast import PrCast
 
 
@@ -74,6 +74,41 @@ def test_a_creator_numbers_its_events_itself_and_a_restart_goes_on_from_the_kept
     (tmp_path / MADE_FILE).write_text("garbage")
     assert read_made(path) == 0 and read_made(None) == 0
     write_made(None, 5)   # no directory (an in-memory member): nothing kept, nothing raised
+
+
+def test_the_first_event_with_a_reused_ticket_skips_the_margin_and_receivers_get_past_the_gap():
+    """A17 (issue 30): a new owner of a reused ticket numbers its first event reuse_margin counts
+    past the ticket's entry, above anything its last owner can have made unseen; a fresh ticket
+    starts at 1. A receiver waits for the skipped counts, finds nobody has them and delivers the
+    event by force; the old owner's unseen event, should it ever come, is obsolete."""
+    # (2T + 2δ) / T_g + 1 gossip rounds of the fastest coordinator's events
+    assert reuse_margin(1, 1.0, 0.1, 0.1) == 23 and reuse_margin(1, 1.0, 1.0, 0.1) == 4
+    assert reuse_margin(3, 1.0, 1.0, 0.1) == 12 and reuse_margin(0, 1.0, 0.1, 0.1) == 0
+    c = layer(ticket=None, recovery="none")
+    c.reuse_margin = 4
+    for count in range(1, 6):
+        c.receive(ev(1, [0, count, 0]), now=0)
+    c.take(1)                        # its giver did not say, but events of ticket 1 were delivered here
+    first, second = c.create(), c.create()
+    assert first.eid == (1, 10) and second.eid == (1, 11), "5 seen + 4 skipped, then on by one"
+    fresh = layer(ticket=None)
+    fresh.reuse_margin = 4
+    fresh.take(2)
+    assert fresh.create().eid == (2, 1), "a ticket nobody had: no skip"
+    told = layer(ticket=None)
+    told.reuse_margin = 4
+    told.take(0, reused=True)        # its giver knew it had an owner, though none of its events came here
+    assert told.create().eid == (0, 5)
+    told.take(0)                     # the same ticket again: nothing to skip
+    assert told.create().eid == (0, 6)
+    other = layer(ticket=2, recovery="none", time_to_terminate=2, time_to_recover=3)
+    for count in range(1, 6):
+        other.receive(ev(1, [0, count, 0]), now=0)
+    assert other.receive(first, now=0) == []
+    assert other.tick(2) == ([], []), "nobody to ask: recovery none"
+    assert other.tick(5) == ([], [first]) and other.delivered[-1][1] == "forced"
+    unseen = ev(1, [0, 6, 0], origin="old owner")
+    assert other.receive(unseen, now=6) == [] and other.T[1] == 10
 
 
 def test_a_process_started_mid_run_takes_its_clock_from_the_first_event_it_receives():

@@ -60,6 +60,24 @@ def precedes(a: Sequence[int], b: Sequence[int]) -> bool:
     return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
 
 
+def reuse_margin(most_per_gossip_round: int, round_s: float, gossip_s: float, delta_s: float) -> int:
+    """A17 as issue 30 settled it: how many counts the new owner of a reused ticket skips past the
+    ticket's entry in its clock, so that no count its last owner gave is given again. What the new
+    owner has not seen of the ticket are the events its last owner made after its sends stopped
+    reaching anyone (what reached someone, gossip brings within the ticket's blocking period).
+    Such an owner lets go within 2T + 2δ of its cut: fully cut off, at its second ALIVE check
+    (the first may still count ALIVEs received before the cut, or δ after it); its sends lost but
+    its receipts not, at the excluder's RETRACT, T + 5δ (the predecessor's failed UPDATE, the
+    exclusion's status, its 2δ wait and the RETRACT's delay), within 2T + 2δ when δ <= T/3. An
+    event made δ before the cut can be lost with it. So it made at most `most_per_gossip_round` events
+    (the largest rate of any coordinator, rounded up) in each of ceil((2T + 2δ) / T_g) + 1 gossip
+    rounds unseen. Not covered: a RETRACT lost on its way (then the owner holds on until its
+    ALIVEs stop, hold_rounds(d) of the excluder's rounds)."""
+    if most_per_gossip_round <= 0:
+        return 0
+    return most_per_gossip_round * (math.ceil(round((2 * round_s + 2 * delta_s) / gossip_s, 9)) + 1)
+
+
 def buffer_size(events_per_round: float, rounds: float) -> int:
     """Theorem 5.1: a recovery buffer of at least 2·(n·p)·T events keeps an event available with
     probability above 1 - (e/4)^(n·p·T); n·p is the expected number of new events a round in the
@@ -96,6 +114,10 @@ class CausalLayer:
         self.rng = rng or random.Random(0)
         self.T: List[int] = [0] * n
         self.seq = 0
+        #: A17 (issue 30): the counts a new owner of a reused ticket skips at its first event, past
+        #: those its last owner can have made that nobody received (`reuse_margin`); 0: none
+        self.reuse_margin = 0
+        self._taken: Optional[Tuple[int, bool]] = None   # a ticket taken, its first event not made yet
         #: the events this process created over its life: its own number for each (the logs' seq);
         #: a member restores it after a restart, so that no number is given twice
         self.made = 0
@@ -131,10 +153,27 @@ class CausalLayer:
 
     # -- events in ----------------------------------------------------------------------------
 
+    def take(self, ticket: Optional[int], reused: bool = False) -> None:
+        """This process now owns `ticket` (None: none). `reused`: the ticket had another owner, as
+        far as the caller knows; a ticket of which this process has delivered an event is taken
+        as reused too, judged at the first event it makes with it (a process started mid-run
+        learns its clock only then, I10)."""
+        if ticket is not None and ticket != self.ticket:
+            self._taken = (ticket, reused)
+        self.ticket = ticket
+
     def create(self, origin_ns: int = 0, size: int = 0) -> Event:
-        """Lines 1-3: a new event of this process's ticket, delivered here at once (A16)."""
+        """Lines 1-3: a new event of this process's ticket, delivered here at once (A16). The first
+        one with a reused ticket skips `reuse_margin` counts past the highest count of the ticket
+        known here (A17, issue 30)."""
         if self.ticket is None:
             raise RuntimeError("only a coordinator (a process owning a ticket) creates events")
+        if self._taken is not None:
+            ticket, reused = self._taken
+            self._taken = None
+            top = self.highest(ticket)
+            if ticket == self.ticket and (reused or top > 0):
+                self.seq = max(self.seq, top + self.reuse_margin)
         self.seq = max(self.seq, self.T[self.ticket]) + 1
         ts = list(self.T)
         ts[self.ticket] = self.seq
@@ -143,6 +182,16 @@ class CausalLayer:
         self._buffer(e)
         self._deliver(e, "own")
         return e
+
+    def highest(self, ticket: int) -> int:
+        """The highest count of `ticket` this process knows: delivered (T), or in the timestamp of
+        any event received and still waiting (H, R) or buffered (B). An event waiting for counts
+        nobody made (a gap a reused ticket's new owner skipped), or one that depends on it, shows
+        the count before it is delivered here."""
+        counts = [e.ts[ticket] for e in self.B.values()]
+        counts += [w.event.ts[ticket] for w in self.H.values()]
+        counts += [e.ts[ticket] for e in self.R.values()]
+        return max([self.T[ticket]] + counts)
 
     def receive(self, e: Event, now: float) -> List[Event]:
         """Lines 4-12: an event from the gossip layer; returns the events delivered now."""

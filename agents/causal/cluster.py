@@ -107,6 +107,10 @@ class ClusterMember:
         self.quiet_rounds = 0                    # rounds without UPDATE after it (Algorithm 4's TempRounds)
         self.taken_over: Set[int] = set()        # tickets of the exclusion while temporary
         self.blocked: Dict[int, int] = {}        # ticket → rounds during which no new owner is taken
+        # tickets this process knows had an owner: given to a joiner, or taken over from an excluded
+        # or leaving process (A17: a joiner given one of them numbers its events past a margin)
+        self.reused: Set[int] = set()
+        self.ticket_reused = False               # this process's own ticket, as its giver knew it
         self.first_round = False
         self.rounds = 0
         self._ref = 0
@@ -346,6 +350,7 @@ class ClusterMember:
         self.temp_rounds = m
         self.quiet_rounds = max(d - 1, 0)
         self.taken_over = set(ex.tickets) - before
+        self.reused |= set(ex.tickets)
         for t in ex.tickets:
             # given to a joiner only a round after every acknowledger's block has ended, so that
             # none of them ignores the joiner's announcement
@@ -427,7 +432,10 @@ class ClusterMember:
         r = self._r_set()
         self.counters["joins_served"] += 1
         self._changed("served cjoin", joiner=sender, given=t)
-        return [self._status_send(sender, "ACKCJOIN", {"L": r, "i": t, "j": j, "cview": dict(self.cview)},
+        reused = t in self.reused
+        self.reused.add(t)
+        return [self._status_send(sender, "ACKCJOIN", {"L": r, "i": t, "j": j, "cview": dict(self.cview),
+                                                       "reused": reused},
                                   ("ackcjoin", r, sender))]
 
     def _on_ackcjoin(self, sender, payload, now):
@@ -437,6 +445,7 @@ class ClusterMember:
         self.L = list(payload["L"])
         self.R = []
         self.ticket = int(payload["i"])
+        self.ticket_reused = bool(payload.get("reused"))
         self.state = COORDINATOR
         self.succ = self.cview.get(int(payload["j"]), sender)
         self.pred = sender
@@ -463,6 +472,7 @@ class ClusterMember:
         # every member first, and the leaver's last events their PrCast period), nor before the
         # blocks the leaver itself had on them end
         handed = set(gone) | {int(t) for t in payload.get("tickets") or ()}
+        self.reused |= handed
         for t in handed:
             self.blocked[t] = max(self.blocked.get(t, 0), LEAVE_BLOCK)
         for t, n in (payload.get("blocked") or {}).items():

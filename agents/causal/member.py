@@ -58,7 +58,7 @@ from agents.roles import MAX_BODY_BYTES, is_number, number_at_least, whole_at_le
 from agents.runtime import Role
 from agents.wire import MessageType
 
-from .causality import RECOVERY, CausalLayer, Event, buffer_size, event_id
+from .causality import RECOVERY, CausalLayer, Event, buffer_size, event_id, reuse_margin
 from .cluster import COORDINATOR, JOINING, LEAVING, MESSAGES, ClusterMember, Out
 from .prcast import PrCast
 
@@ -181,6 +181,22 @@ def _coordinators(nodes: Dict[str, Dict[str, Any]]) -> Tuple[List[str], List[str
     return ring, joiners
 
 
+def _rate(params: Dict[str, Any], ring: int) -> float:
+    """A coordinator's events per gossip round: its share of cluster_events_per_round, else
+    events_per_round."""
+    if "cluster_events_per_round" in params:
+        return float(params["cluster_events_per_round"]) / max(ring, 1)
+    return float(params.get("events_per_round", 0))
+
+
+def most_events_per_round(nodes: Dict[str, Dict[str, Any]], ring: int) -> int:
+    """The most events any coordinator can create in one gossip round (its rate rounded up): a
+    reused ticket's margin is about its last owner's rate, not the new owner's."""
+    rates = [_rate(nodes[n].get("params") or {}, ring) for position, n in enumerate(causal_members(nodes))
+             if _is_coordinator(nodes[n].get("params") or {}, position)]
+    return math.ceil(round(max(rates, default=0.0), 9))
+
+
 def initial_ring(nodes: Dict[str, Dict[str, Any]], tickets: int) -> Dict[int, str]:
     ring, _ = _coordinators(nodes)
     return {math.floor(i * tickets / len(ring)): name for i, name in enumerate(ring)} if ring else {}
@@ -277,10 +293,7 @@ class CausalMember(Role):
         # whatever `join` says: its initial-ring ticket may have been excluded and reused meanwhile
         self.late = bool(getattr(agent.config, "late_start", False))
         self.joiner = (bool(p.get("join", False)) or self.late) and self.coordinator
-        if "cluster_events_per_round" in p:
-            self.rate = float(p["cluster_events_per_round"]) / max(len(self.ring), 1)
-        else:
-            self.rate = float(p.get("events_per_round", 0))
+        self.rate = _rate(p, len(self.ring))
         self.count = p.get("count")
         self.created = 0
         self.gossip_s = float(p["gossip_round_ms"]) / 1000
@@ -309,6 +322,8 @@ class CausalMember(Role):
         log = getattr(agent.config, "log", None)
         self._made_path = os.path.join(os.path.dirname(log), MADE_FILE) if log else None
         self.causal.made = read_made(self._made_path)
+        self.causal.reuse_margin = reuse_margin(most_events_per_round(nodes, len(self.ring)), self.round_s,
+                                                self.gossip_s, self.delta_s)
         self.round_no = 0
         self.creating = True
         self._starts: Dict[str, float] = {}   # each loop's schedule origin (the agent clock's time)
@@ -402,8 +417,12 @@ class CausalMember(Role):
             fields = {k: v for k, v in change.items() if k not in ("state", "why", "ticket", "coordinates")}
             self.agent.log.write("state", state=TICKET_STATE, membership=change["state"], ticket=change["ticket"],
                                  coordinates=change["coordinates"], why=change["why"], **fields)
-        self.causal.ticket = self.cluster.ticket if self.cluster.state == COORDINATOR else None
-        if self.causal.ticket is not None:
+        ticket = self.cluster.ticket if self.cluster.state == COORDINATOR else None
+        # A17: a ticket whose giver knew it had an owner, or whose last creator seen is another
+        # process, is reused: the first event with it skips reuse_margin counts
+        self.causal.take(ticket, reused=self.cluster.ticket_reused
+                         or self.owners.get(ticket) not in (None, self.agent.name))
+        if ticket is not None:
             self.owners[self.causal.ticket] = self.agent.name
 
     # -- the loops ------------------------------------------------------------------------------
