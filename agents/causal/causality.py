@@ -155,9 +155,9 @@ class CausalLayer:
 
     def take(self, ticket: Optional[int], reused: bool = False) -> None:
         """This process now owns `ticket` (None: none). `reused`: the ticket had another owner, as
-        far as the caller knows; a ticket of which this process has delivered an event is taken
-        as reused too, judged at the first event it makes with it (a process started mid-run
-        learns its clock only then, I10)."""
+        far as the caller knows; a ticket of which this process knows a count above 0 (`highest`)
+        is taken as reused too, judged at the first event it makes with it (a process started
+        mid-run learns its clock only then, I10)."""
         if ticket is not None and ticket != self.ticket:
             self._taken = (ticket, reused)
         self.ticket = ticket
