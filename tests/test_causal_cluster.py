@@ -371,6 +371,17 @@ HORIZON = 24.0
 FAULTS = ("cut", "cut", "cut", "isolate", "isolate", "kill", "leave", "leave", "join", "join", "heal")
 
 
+def _layout(draw, n: int, c: int):
+    """c tickets of n: adjacent (from a random start), spaced evenly, or random."""
+    layout = draw(st.sampled_from(["adjacent", "spaced", "random"]))
+    if layout == "adjacent":
+        start = draw(st.integers(0, n - 1))
+        return layout, [(start + i) % n for i in range(c)]
+    if layout == "spaced":
+        return layout, [i * n // c for i in range(c)]
+    return layout, draw(st.randoms(use_true_random=False)).sample(range(n), c)
+
+
 @st.composite
 def cluster_scenarios(draw):
     """A cluster and what befalls it: k in 1..3; k+1..2k+5 coordinators on n tickets (n from
@@ -383,14 +394,7 @@ def cluster_scenarios(draw):
     small = draw(st.sampled_from([True, False, False, False]))   # a ring of k+1..2k+1 (A8) falls to one fault
     c = draw(st.integers(k + 1, 2 * k + 1) if small else st.integers(2 * k + 2, 2 * k + 5))
     n = c + draw(st.sampled_from([0, 0, 1, 2, 3, c, 3 * c]))
-    layout = draw(st.sampled_from(["adjacent", "spaced", "random"]))
-    if layout == "adjacent":
-        start = draw(st.integers(0, n - 1))
-        tickets = [(start + i) % n for i in range(c)]
-    elif layout == "spaced":
-        tickets = [i * n // c for i in range(c)]
-    else:
-        tickets = draw(st.randoms(use_true_random=False)).sample(range(n), c)
+    layout, tickets = _layout(draw, n, c)
     faults = draw(st.lists(st.tuples(st.integers(150, int(HORIZON - 10) * 100).map(lambda t: t / 100),
                                      st.sampled_from(FAULTS), st.integers(0, 99), st.integers(0, 99)),
                            min_size=1, max_size=4))
@@ -485,14 +489,7 @@ def reuse_scenarios(draw):
     k = draw(st.integers(1, 2))
     c = draw(st.integers(k + 2, 2 * k + 4))
     n = c + draw(st.sampled_from([0, 0, 1, 2]))
-    layout = draw(st.sampled_from(["adjacent", "spaced", "random"]))
-    if layout == "adjacent":
-        start = draw(st.integers(0, n - 1))
-        tickets = [(start + i) % n for i in range(c)]
-    elif layout == "spaced":
-        tickets = [i * n // c for i in range(c)]
-    else:
-        tickets = draw(st.randoms(use_true_random=False)).sample(range(n), c)
+    layout, tickets = _layout(draw, n, c)
     faults = []
     for _ in range(draw(st.integers(1, 2))):
         at = draw(st.integers(200, 1000)) / 100
