@@ -70,9 +70,9 @@ class ClusterNet:
     def _new(self, name: str, rng: random.Random) -> ClusterMember:
         self.members[name] = ClusterMember(name, self.n, self.k, delta=DELTA, rng=rng)
         if self.events:
-            # a member added after the start (a joiner) takes its clock from its first event (I10)
-            # its timers as the role's defaults have them (5 gossip rounds each, a tenth of a
-            # cluster round apiece), though events come once a cluster round here
+            # a member added after the start (a joiner) takes its clock from its first event (I10);
+            # the timers as the role's defaults have them (5 gossip rounds each, half a cluster
+            # round), though events come once a cluster round here
             self.causal[name] = CausalLayer(self.n, None, recovery="none", me=name, late=hasattr(self, "dead"),
                                             time_to_terminate=0.5, time_to_recover=0.5)
             self.causal[name].reuse_margin = self.margin
