@@ -192,8 +192,8 @@ def _rate(params: Dict[str, Any], ring: int) -> float:
 def most_events_per_round(nodes: Dict[str, Dict[str, Any]], ring: int) -> int:
     """The most events any coordinator can create in one gossip round (its rate rounded up): a
     reused ticket's margin is about its last owner's rate, not the new owner's."""
-    rates = [_rate(nodes[n].get("params") or {}, ring) for position, n in enumerate(causal_members(nodes))
-             if _is_coordinator(nodes[n].get("params") or {}, position)]
+    initial, joiners = _coordinators(nodes)
+    rates = [_rate(nodes[n].get("params") or {}, ring) for n in initial + joiners]
     return math.ceil(round(max(rates, default=0.0), 9))
 
 
