@@ -18,6 +18,7 @@ happens, and the analysis sees which faults were injected.
 from __future__ import annotations
 
 import datetime
+import faulthandler
 import os
 import platform
 import signal
@@ -34,8 +35,8 @@ from .limit_events import LimitWatch
 from .monitor import HOST_FILE, HostMonitor
 from .names import run_lab_name
 from .network import Lab
-from .rundir import (MANIFEST_VERSION, TimelineLog, collect_logs, forget_running, record_running,
-                     write_manifest)
+from .rundir import (MANIFEST_VERSION, TEARDOWN_STACKS, TEARDOWN_STACKS_S, TimelineLog, collect_logs,
+                     forget_running, record_running, write_manifest)
 from .scenario import Scenario
 
 
@@ -204,9 +205,14 @@ class Run:
             # Finish the teardown whatever arrives now: a second Ctrl-C must not leave a half-run.
             old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            stacks = _StacksIfSlow(self.dir)
             try:
                 self._finish(status, error)
             finally:
+                if stacks.close():
+                    self.manifest.setdefault("problems", []).append(
+                        f"its ending took over {TEARDOWN_STACKS_S} s: its threads' stacks are in {TEARDOWN_STACKS}")
+                    self._write_manifest()
                 forget_running(self.lab.name)
                 signal.signal(signal.SIGINT, old_int)
                 signal.signal(signal.SIGTERM, previous)
@@ -364,6 +370,33 @@ class Run:
 
     def _write_manifest(self) -> None:
         write_manifest(self.dir, self.manifest)
+
+
+class _StacksIfSlow:
+    """While a run ends, its threads' stacks go to teardown-stacks.txt every TEARDOWN_STACKS_S
+    (faulthandler, which writes even while every thread waits in C on a lock or a socket): a run
+    whose ending hangs ignores Ctrl-C by design (a half-torn-down lab is worse), so the one who
+    kills it learns from the file where it was."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.path = os.path.join(run_dir, TEARDOWN_STACKS)
+        self.file = None
+        try:
+            self.file = open(self.path, "w")
+            faulthandler.dump_traceback_later(TEARDOWN_STACKS_S, repeat=True, file=self.file)
+        except (OSError, ValueError):
+            pass
+
+    def close(self) -> bool:
+        """Stop; whether stacks were written (else the file is removed)."""
+        if self.file is None:
+            return False
+        faulthandler.cancel_dump_traceback_later()
+        self.file.close()
+        if os.path.getsize(self.path):
+            return True
+        os.remove(self.path)
+        return False
 
 
 def execute(nemesis: Nemesis, planned, t0: float, dilation: float = 1.0) -> Dict[str, Any]:

@@ -7,6 +7,8 @@
       pcap/<node>[.<interface>].capture.log   tcpdump's report: packets captured, kernel drops
       logs/<node>.jsonl   event logs (under nodes/<node>/events.jsonl while the run goes on)
       nodes/<node>/       each node's directory: config.json, and its event log during the run
+      teardown-stacks.txt only when the run's ending took over TEARDOWN_STACKS_S: its threads'
+                          stacks every TEARDOWN_STACKS_S, to tell where it hung
 
 A run that ends in any way (completed, failed, interrupted) moves the logs, merges the captures
 and writes the final manifest itself. A run whose process was killed (SIGKILL, a crash of the
@@ -33,6 +35,10 @@ from .names import RUNS_DIR, run_pointer
 MANIFEST_VERSION = 1
 MANIFEST = "manifest.json"
 TIMELINE = "timeline.jsonl"
+TEARDOWN_STACKS = "teardown-stacks.txt"
+#: a run's ending (stopping agents, merging captures, removing the lab) takes seconds to a minute
+#: or two; one still under way after this writes its threads' stacks, and again every as long
+TEARDOWN_STACKS_S = 300
 
 
 def write_manifest(run_dir: str, manifest: Dict[str, Any]) -> None:
@@ -121,13 +127,24 @@ def forget_running(lab: str) -> None:
         pass
 
 
-def running_in(run_dir: str) -> Optional[int]:
-    """The pid of a live `testbed run` writing `run_dir`, if one is recorded."""
+def _live_pointer(run_dir: str) -> Optional[Dict[str, Any]]:
     target = os.path.realpath(run_dir)
     for pointer in live_runs():
         if os.path.realpath(pointer.get("run_dir") or "/") == target:
-            return int(pointer["pid"])
+            return pointer
     return None
+
+
+def running_in(run_dir: str) -> Optional[int]:
+    """The pid of a live `testbed run` writing `run_dir`, if one is recorded."""
+    pointer = _live_pointer(run_dir)
+    return int(pointer["pid"]) if pointer else None
+
+
+def lab_running_in(run_dir: str) -> Optional[str]:
+    """The lab of a live `testbed run` writing `run_dir`, if one is recorded."""
+    pointer = _live_pointer(run_dir)
+    return pointer.get("lab") if pointer else None
 
 
 def _pointers() -> List[Dict[str, Any]]:

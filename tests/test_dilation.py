@@ -205,13 +205,24 @@ def test_the_same_scenario_at_k_1_and_k_4_gives_the_same_virtual_time_measures(n
     from testbed.rundir import manifest_schema
     from testbed.scenario import load_scenario
 
-    dirs, wall = {}, {}
+    dirs, wall, judged = {}, {}, {}
     for k in (1, 4):
-        scenario = load_scenario(LINK, overrides=SHORT + (f"time_dilation={k}",))
-        manifest = Run(scenario, out_dir=str(tmp_path / f"k{k}"), progress=False).execute()
-        assert manifest["status"] == "completed", manifest.get("error")
-        assert manifest["time_dilation"] == k and isinstance(manifest["clock_origin_ns"], int)
-        wall[k], dirs[k] = manifest, str(tmp_path / f"k{k}")
+        # the run's own fidelity monitor says whether the machine kept up: a run it calls unfaithful
+        # is made again, up to three times, and the measures below compare runs the testbed itself
+        # trusts (CI once saw 6.94% of the wake-ups late by a tenth of their period while the full
+        # suite ran: unfaithful). Degraded is allowed: a few wake-ups late (1.42% seen) while the
+        # measures hold.
+        for attempt in range(3):
+            out = str(tmp_path / f"k{k}-{attempt}")
+            scenario = load_scenario(LINK, overrides=SHORT + (f"time_dilation={k}",))
+            manifest = Run(scenario, out_dir=out, progress=False).execute()
+            assert manifest["status"] == "completed", manifest.get("error")
+            assert manifest["time_dilation"] == k and isinstance(manifest["clock_origin_ns"], int)
+            (r,) = analyze([out], spark=spark, progress=False).values()
+            if r["fidelity"]["verdict"] != "unfaithful":
+                break
+        assert r["fidelity"]["verdict"] in ("faithful", "degraded"), r["fidelity"]["reasons"]
+        wall[k], dirs[k], judged[k] = manifest, out, r
     for k, manifest in wall.items():
         # the scenario's seconds are virtual: the workload took 3 s × k of wall clock, the loss began
         # 1 s × k after t0, and the timeline records it at virtual 1 s
@@ -221,12 +232,8 @@ def test_the_same_scenario_at_k_1_and_k_4_gives_the_same_virtual_time_measures(n
         assert loss["t_s"] == pytest.approx(1.0, abs=0.1)
         with open(os.path.join(dirs[k], "nodes", "a", "config.json")) as fh:
             assert json.load(fh)["time_dilation"] == k
-    one, four = analyze([dirs[1], dirs[4]], spark=spark, progress=False).values()
+    one, four = judged[1], judged[4]
     assert (one["run"]["time_dilation"], four["run"]["time_dilation"]) == (1.0, 4.0)
-    for r in (one, four):
-        # never unfaithful; degraded is allowed: on a busy machine a few wake-ups come late (CI saw
-        # 1.42% late by a tenth of their period, above the 1% bound) while the measures below hold
-        assert r["fidelity"]["verdict"] in ("faithful", "degraded"), r["fidelity"]["reasons"]
     for k, r in ((1, one), (4, four)):
         # 400 a second of virtual time while the agent sent: from its "workload started" to its
         # "quiesced", which is 3 virtual seconds give or take the time its start and stop signals

@@ -560,6 +560,70 @@ def test_a_host_that_fails_leaves_the_pool_and_its_runs_complete_elsewhere(tmp_p
     assert os.listdir(tmp_path / "remote") == [], "the remote work directory is removed once downloaded"
 
 
+HANGING_RUN = """\
+import os, signal, subprocess, sys, time
+sys.path.insert(0, {root!r})
+from testbed.rundir import record_running, write_manifest
+out = sys.argv[sys.argv.index("--out") + 1]
+os.makedirs(out)
+write_manifest(out, {{"manifest_version": 1, "run_id": "hang", "status": "running", "started_ns": time.time_ns()}})
+record_running("run-hang0001", out)
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # like a run in its teardown
+child = subprocess.Popen(["sleep", "300"])
+with open(os.path.join(out, "child.pid"), "w") as fh:
+    fh.write(str(child.pid))
+time.sleep(300)
+"""
+
+
+def test_a_run_past_its_time_limit_that_ignores_ctrl_c_is_killed_with_its_children_and_its_directory_finished(
+        tmp_path):
+    """A campaign goes on past a run that hangs: told to stop at its time limit, killed with its
+    process group when it does not stop within the grace period, its run directory finished as
+    `testbed clean` finishes a killed run's, and counted as failed with the reason. (The run is a
+    stand-in that ignores Ctrl-C, like a run whose teardown hangs; the real runs' stop at the
+    limit is the next test.)"""
+    from testbed.experiment.runner import Runner
+    from testbed.rundir import read_manifest, running_in
+
+    fake = tmp_path / "hanging-python"
+    fake.write_text(f"#!{sys.executable}\n" + HANGING_RUN.format(root=ROOT))
+    fake.chmod(0o755)
+    exp = load_experiment(workspace(tmp_path), seeds=[1])
+    runner = Runner(exp, str(tmp_path / "out"), progress=False, python=str(fake), only=("line.rate=5",),
+                    run_limit_s=3, stop_grace_s=2)
+    started = time.monotonic()
+    assert runner.execute() == {"failed": 1}
+    (p,) = runner.planned
+    assert time.monotonic() - started < 60
+    assert p.error.startswith("killed: it went on past its time limit (3s) and did not stop within 2s"), p.error
+    target = runner.run_dir(p.name)
+    with open(os.path.join(target, "child.pid")) as fh:
+        child = int(fh.read())
+    assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z", \
+        "the run's child died with it"
+    assert running_in(target) is None
+    manifest = read_manifest(target)
+    assert manifest["status"] == "aborted" and "was killed" in manifest["error"]
+    assert json.loads((tmp_path / "out" / "experiment.json").read_text())["runs"][p.name]["status"] == "failed"
+
+
+@pytest.mark.network
+def test_a_real_run_past_its_time_limit_is_stopped_and_its_lab_torn_down(tmp_path, no_leftovers):
+    """A run told to stop at its limit stops like on Ctrl-C: its lab torn down, what it captured
+    kept, the run failed with the reason."""
+    from testbed.experiment.runner import Runner
+    from testbed.rundir import read_manifest
+
+    exp = load_experiment(workspace(tmp_path), seeds=[1])
+    runner = Runner(exp, str(tmp_path / "out"), progress=False, only=("line.rate=5",), run_limit_s=6)
+    assert runner.execute() == {"failed": 1}
+    (p,) = runner.planned
+    assert p.error == "stopped at its time limit (6s), exit code 130", p.error
+    manifest = read_manifest(runner.run_dir(p.name))
+    assert manifest["status"] == "interrupted"
+
+
 @pytest.mark.network
 def test_the_reduced_abc_data_provider_experiment_runs_and_judges_its_shapes(tmp_path, no_leftovers, spark):
     """experiments/abc/dp-reduced.yaml: the paper's DP experiment on small infrastructures, here

@@ -387,3 +387,24 @@ def test_run_pointers_tell_live_runs_from_killed_ones(tmp_path, monkeypatch):
     assert rundir.running_in(str(tmp_path / "a")) == os.getpid() and rundir.running_in(str(tmp_path)) is None
     rundir.forget_running("live")
     assert rundir.live_runs() == [] and rundir.running_in(str(tmp_path / "a")) is None
+
+
+def test_a_run_whose_ending_is_slow_writes_its_threads_stacks_and_one_that_is_not_writes_none(tmp_path, monkeypatch):
+    """A run that hangs in its teardown ignores Ctrl-C; the one who kills it finds in
+    teardown-stacks.txt where each thread was (written even while every thread waits in C)."""
+    import threading
+
+    import testbed.run as run
+
+    monkeypatch.setattr(run, "TEARDOWN_STACKS_S", 1)
+    quick = run._StacksIfSlow(str(tmp_path))
+    assert quick.close() is False and not (tmp_path / "teardown-stacks.txt").exists()
+    stuck = threading.Event()
+    waiter = threading.Thread(target=stuck.wait, name="stuck-in-teardown", daemon=True)
+    waiter.start()
+    slow = run._StacksIfSlow(str(tmp_path))
+    time.sleep(2.5)  # two dumps, one a second
+    assert slow.close() is True
+    stuck.set()
+    text = (tmp_path / "teardown-stacks.txt").read_text()
+    assert text.count("Current thread") + text.count("Thread 0x") >= 4 and "wait" in text, text

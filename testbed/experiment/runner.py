@@ -24,6 +24,13 @@ session of its own: Ctrl-C (or SIGTERM) reaches the experiment, which passes it 
 runs under way, waits for them to stop (they tear their labs down and keep what they captured)
 and exits 130. One experiment at a time uses a directory (a lock file).
 
+A run that goes on past its time limit (RUN_LIMIT_FACTOR times its scenario's wall-clock length,
+plus RUN_LIMIT_MARGIN_S for building and tearing down its lab) is told to stop like Ctrl-C; one
+still there STOP_GRACE_S later (a teardown that hangs ignores Ctrl-C) is killed with its process
+group, its lab is removed and its run directory finished as `testbed clean` does, and it counts as
+failed: a campaign of many hours goes on past one run that hangs. A run that hangs in its
+teardown writes its threads' stacks into its directory first (testbed.run, teardown-stacks.txt).
+
 A runner may carry out a slice of the experiment: `only` keeps the points whose names match one of
 its shell-style patterns (`--only 'tree-3-5-5.k=8'`), and the experiment's seeds may be a list
 (`--seeds 4,5`); the runs outside the slice are neither planned nor touched in the ledger.
@@ -47,6 +54,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import __version__, provenance
 from ..errors import TestbedError, UsageError
+from ..rundir import TEARDOWN_STACKS, lab_running_in, running_in
 from . import fingerprint as fp
 from .spec import Experiment, Host, Point
 
@@ -54,6 +62,9 @@ LEDGER = "experiment.json"
 OVERHEAD_S = 60.0  # a first guess of building and tearing down a lab, before any run has been timed
 BENCH_AFTER = 3    # a host whose runs fail this many times in a row leaves the pool
 UNREACHABLE = 4    # `testbed remote run`'s exit code when the host cannot be reached (RemoteError)
+RUN_LIMIT_FACTOR = 2         # a run may take this many times its scenario's wall-clock length ...
+RUN_LIMIT_MARGIN_S = 1200.0  # ... plus this (a lab of 200 containers builds in 1-3 minutes)
+STOP_GRACE_S = 300.0         # a run told to stop at its limit is killed when still there after this
 
 
 class ExperimentInterrupted(TestbedError):
@@ -143,8 +154,12 @@ class Lock:
 class Runner:
     def __init__(self, exp: Experiment, out_dir: str, progress: bool = True, accept_unemulated: Tuple[str, ...] = (),
                  python: str = sys.executable, bench_after: int = BENCH_AFTER,
-                 accept_code_changes: bool = False, only: Tuple[str, ...] = ()) -> None:
+                 accept_code_changes: bool = False, only: Tuple[str, ...] = (),
+                 run_limit_s: Optional[float] = None, stop_grace_s: float = STOP_GRACE_S) -> None:
         self.exp = exp
+        #: the wall-clock seconds a run may take (None: from its scenario, see the module's text)
+        self.run_limit_s = run_limit_s
+        self.stop_grace_s = stop_grace_s
         #: the points this runner carries out (all of the experiment's unless `only` picks some)
         self.points = select_points(exp, only)
         #: keep the runs that are stale only because the code that makes runs changed
@@ -386,8 +401,6 @@ class Runner:
         return argv
 
     def _run_one(self, p: Planned, host: Host) -> None:
-        from ..rundir import running_in
-
         target = self.run_dir(p.name)
         writer = running_in(target)
         if writer is not None:  # a run of an experiment that was killed goes on writing there
@@ -412,13 +425,20 @@ class Runner:
                 self._procs[p.name] = proc
                 if self._stop:
                     proc.send_signal(signal.SIGINT)
-            code = proc.wait()
+            limit = self._limit(p)
+            overrun = None
+            try:
+                code = proc.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                code, overrun = self._overrun(p, proc, host, target, limit)
             with self._lock:
                 del self._procs[p.name]
         p.wall_s = round(time.monotonic() - start, 1)
         status = _manifest_status(target)
         p.entry["exit_code"] = code
-        if code == 130 or status == "interrupted" or self._stop:
+        if overrun:
+            p.status, p.error = "failed", overrun
+        elif code == 130 or status == "interrupted" or self._stop:
             p.status = "interrupted"
         elif code == 0 and status == "completed":
             p.status = "completed"
@@ -437,6 +457,48 @@ class Runner:
         else:
             self._say(f"[{index}/{len(self.planned)}] {p.name}: {p.status} after {_fmt_time(p.wall_s)}"
                       + (f" ({p.error}; see {os.path.relpath(log)})" if p.error else ""))
+
+    def _limit(self, p: Planned) -> float:
+        if self.run_limit_s is not None:
+            return self.run_limit_s
+        if p.point.id not in self._seconds:
+            self._seconds[p.point.id] = _scenario_seconds(p.point)
+        return RUN_LIMIT_FACTOR * self._seconds[p.point.id] + RUN_LIMIT_MARGIN_S
+
+    def _overrun(self, p: Planned, proc: subprocess.Popen, host: Host, target: str,
+                 limit: float) -> Tuple[int, str]:
+        """A run past its limit: told to stop, killed if it does not, its lab removed; (exit code,
+        what happened)."""
+        lab = lab_running_in(target)  # while its process is alive: the lab its pointer names
+        self._say(f"{p.name}: still running after {_fmt_time(limit)}, its time limit: told to stop")
+        proc.send_signal(signal.SIGINT)
+        try:
+            code = proc.wait(timeout=self.stop_grace_s)
+            return code, f"stopped at its time limit ({_fmt_time(limit)}), exit code {code}"
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: the run and every child it made
+        except ProcessLookupError:
+            pass
+        code = proc.wait()
+        what = (f"killed: it went on past its time limit ({_fmt_time(limit)}) and did not stop within "
+                f"{_fmt_time(self.stop_grace_s)} of being told to")
+        if os.path.isfile(os.path.join(target, TEARDOWN_STACKS)):
+            what += f"; its threads' stacks are in {os.path.join(target, TEARDOWN_STACKS)}"
+        if host.local and lab:
+            from ..cleanup import clean_all
+
+            try:
+                cleaned = clean_all(lab)
+                if cleaned.problems:
+                    what += "; cleaning its lab: " + "; ".join(cleaned.problems)
+            except Exception as exc:
+                what += f"; cleaning its lab failed ({exc}): run 'testbed clean'"
+        elif not host.local:
+            what += f"; run 'testbed clean' on {host.target}"
+        self._say(f"{p.name}: {what}")
+        return code, what
 
     def _remaining(self, left: List[Planned]) -> float:
         """The time the runs left should take: each at the mean wall time of the runs of its scenario
@@ -470,13 +532,15 @@ def _tally(reasons) -> List[Tuple[str, int]]:
 
 
 def _scenario_seconds(point: Point) -> float:
+    """The wall-clock seconds of the point's scenario: warm-up, duration and quiet period, times
+    its time dilation."""
     from ..scenario import load_scenario
 
     try:
         s = load_scenario(point.scenario.file, overrides=point.overrides)
     except Exception:
         return 0.0
-    return (s.warmup_ms + s.duration_ms + s.quiet_ms) / 1000
+    return (s.warmup_ms + s.duration_ms + s.quiet_ms) / 1000 * s.time_dilation
 
 
 def _manifest_status(run_dir: str) -> Optional[str]:
