@@ -583,6 +583,7 @@ def test_a_run_past_its_time_limit_that_ignores_ctrl_c_is_killed_with_its_childr
     `testbed clean` finishes a killed run's, and counted as failed with the reason. (The run is a
     stand-in that ignores Ctrl-C, like a run whose teardown hangs; the real runs' stop at the
     limit is the next test.)"""
+    from testbed.cleanup import _gone
     from testbed.experiment.runner import Runner
     from testbed.rundir import read_manifest, running_in
 
@@ -600,8 +601,7 @@ def test_a_run_past_its_time_limit_that_ignores_ctrl_c_is_killed_with_its_childr
     target = runner.run_dir(p.name)
     with open(os.path.join(target, "child.pid")) as fh:
         child = int(fh.read())
-    assert not os.path.exists(f"/proc/{child}") or open(f"/proc/{child}/stat").read().split()[2] == "Z", \
-        "the run's child died with it"
+    assert _gone(child), "the run's child died with it"
     assert running_in(target) is None
     manifest = read_manifest(target)
     assert manifest["status"] == "aborted" and "was killed" in manifest["error"]
@@ -610,8 +610,8 @@ def test_a_run_past_its_time_limit_that_ignores_ctrl_c_is_killed_with_its_childr
 
 @pytest.mark.network
 def test_a_real_run_past_its_time_limit_is_stopped_and_its_lab_torn_down(tmp_path, no_leftovers):
-    """A run told to stop at its limit stops like on Ctrl-C: its lab torn down, what it captured
-    kept, the run failed with the reason."""
+    """A run told to stop at its limit stops like on Ctrl-C: status interrupted, its lab torn
+    down (no_leftovers), the run failed with the reason."""
     from testbed.experiment.runner import Runner
     from testbed.rundir import read_manifest
 
