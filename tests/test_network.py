@@ -38,6 +38,35 @@ def test_every_node_reaches_every_other_and_sees_its_own_interfaces(lab_factory,
         assert container_interfaces(lab, node) == expected
 
 
+def test_containers_keep_no_network_in_the_engine_and_still_resolve_localhost(lab_factory):
+    """Nodes start without networking (dockerd 20.10 can deadlock when containers leave its
+    `none` network together): the engine holds no endpoint for them, each has its own
+    namespace with `lo` up, and /etc/hosts has the localhost lines network `none` gives."""
+    import docker
+
+    lab = lab_factory(load_topology(topology_path("line3.yaml")))
+    client = docker.from_env()
+    attrs = {n: client.containers.get(s.container_id).attrs for n, s in lab.started.items()}
+    assert all(a["Config"].get("NetworkDisabled") for a in attrs.values()), attrs
+    assert all(not a["NetworkSettings"]["Networks"] for a in attrs.values()), attrs
+    in_engine = set()
+    for net in client.networks.list():
+        net.reload()
+        in_engine |= set(net.attrs.get("Containers") or {})
+    assert not in_engine & {s.container_id for s in lab.started.values()}
+    namespaces = {subprocess.run(["readlink", f"/proc/{s.netns_pid}/ns/net"], capture_output=True, text=True,
+                                 check=True).stdout for s in lab.started.values()}
+    assert len(namespaces) == len(lab.started)
+    for name, started in lab.started.items():
+        hosts = subprocess.run(["docker", "exec", started.container_name, "getent", "hosts", "localhost"],
+                               capture_output=True, text=True)
+        assert hosts.returncode == 0 and hosts.stdout.split()[0] in ("127.0.0.1", "::1"), (name, hosts)
+        lo = subprocess.run(["nsenter", f"--net=/proc/{started.netns_pid}/ns/net", "ip", "-br", "link", "show", "lo"],
+                            capture_output=True, text=True, check=True).stdout
+        assert ",UP" in lo, (name, lo)
+    assert all(ping_all(lab).values())
+
+
 def test_an_image_with_one_static_binary_runs_unmodified(lab_factory):
     topo = parse_topology_text("""
 defaults: {image: testbed/static-probe:latest}

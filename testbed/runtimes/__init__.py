@@ -1,6 +1,7 @@
 """Node runtimes: how a node's software runs, behind one interface (`runtimes.base.Runtime`).
 
-- `docker`: a container (network `none`) whose network namespace becomes the Mininet host.
+- `docker`: a container (started without networking: its own empty network namespace) whose
+  network namespace becomes the Mininet host.
 - `process`: a plain process in a Mininet host, for machines without Docker.
 
 Each runtime is one module registered here by name; the network builder talks only to the

@@ -1,14 +1,17 @@
 """The `docker` runtime: each node is a container whose network namespace is the Mininet host.
 
-Containers start with network `none`, no capabilities beyond those a node asks for, and the
-node's resource limits (memory and swap, pids, CPU quota: testbed/resources.py); the
-testbed then builds links into their namespaces and configures addresses, routes and shaping
-from outside with the machine's own tools (`nsenter` into the namespace), so an image needs no
-shell, `ip` or `tc`: any image runs unmodified, even one that holds a single static binary.
+Containers start with networking disabled (each gets its own empty network namespace from
+runc, with only `lo`, as network `none` gives, but without a libnetwork sandbox), no
+capabilities beyond those a node asks for, and the node's resource limits (memory and swap,
+pids, CPU quota: testbed/resources.py); the testbed then builds links into their namespaces
+and configures addresses, routes and shaping from outside with the machine's own tools
+(`nsenter` into the namespace), so an image needs no shell, `ip` or `tc`: any image runs
+unmodified, even one that holds a single static binary.
 """
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
@@ -44,6 +47,11 @@ class DockerHost(Host):
             opts = cmd[1].replace("n", "")
             cmd = [cmd[0], opts, "nsenter", f"--net=/proc/{self.container_pid}/ns/net", "--"] + list(cmd[2:])
         return super()._popen(cmd, **params)
+
+
+#: the /etc/hosts every container sees (read-only): the localhost lines Docker writes for
+#: network `none`, which a container started without networking does not get from the engine
+HOSTS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hosts")
 
 
 def limits(node: Node) -> Dict[str, int]:
@@ -100,9 +108,17 @@ class DockerRuntime(Runtime):
         def start_one(node: Node) -> Started:
             kwargs = dict(
                 name=self.names.container(node.name), hostname=node.name, detach=True,
-                network_mode="none", labels={LABEL_LAB: self.names.lab, LABEL_NODE: node.name},
+                # Not network `none`: every container on it has an endpoint on the engine's one
+                # `none` network, and dockerd 20.10 (Debian bookworm's) can deadlock when two of
+                # them leave it at once (libnetwork's watch loop holds the controller's lock and
+                # waits for the network's, while a leaving sandbox holds the network's and waits
+                # for the controller's); every later removal then waits forever. Seen in a
+                # teardown of 200 containers (docs/EXPERIMENTS.md, "Runs that hang"). Without networking the engine makes no sandbox and takes
+                # neither lock.
+                network_disabled=True, labels={LABEL_LAB: self.names.lab, LABEL_NODE: node.name},
                 cap_drop=["ALL"], cap_add=node.capabilities or None, environment=envs[node.name],
-                volumes={node_dirs[node.name]: {"bind": NODE_DIR_IN_CONTAINER, "mode": "rw"}},
+                volumes={node_dirs[node.name]: {"bind": NODE_DIR_IN_CONTAINER, "mode": "rw"},
+                         HOSTS_FILE: {"bind": "/etc/hosts", "mode": "ro"}},
             )
             if node.command is not None:
                 kwargs["command"] = node.command
