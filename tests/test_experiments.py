@@ -608,6 +608,70 @@ def test_a_run_past_its_time_limit_that_ignores_ctrl_c_is_killed_with_its_childr
     assert json.loads((tmp_path / "out" / "experiment.json").read_text())["runs"][p.name]["status"] == "failed"
 
 
+STAND_IN_RUN = """\
+import json, os, sys
+out = sys.argv[sys.argv.index("--out") + 1]
+os.makedirs(out)
+with open(os.path.join(out, "manifest.json"), "w") as fh:
+    json.dump({{"manifest_version": 1, "run_id": "stand-in", "status": {status!r}}}, fh)
+open(os.path.join(out, "made-by-the-remake"), "w").close()
+sys.exit({code})
+"""
+
+
+def test_a_complete_run_made_again_is_kept_until_its_remake_completes(tmp_path):
+    """A stale complete run (made by other code) stays in place when its remake fails, or when
+    the experiment remaking it is killed (the next command puts it back); only a remake that
+    completes replaces it. (The runs are stand-ins that write a manifest and exit.)"""
+    from testbed.experiment import runner as runner_module
+    from testbed.experiment.runner import Runner
+
+    def stand_in(status, code):
+        fake = tmp_path / f"python-{status}"
+        fake.write_text(f"#!{sys.executable}\n" + STAND_IN_RUN.format(status=status, code=code))
+        fake.chmod(0o755)
+        return str(fake)
+
+    exp = load_experiment(workspace(tmp_path), seeds=[1])
+    out = str(tmp_path / "out")
+    runner = Runner(exp, out, progress=False, only=("line.rate=5",))
+    (p,) = runner.plan()
+    old_entry = {"status": "completed", "parts": dict(p.parts, code="older-code"), "point": p.point.id, "seed": 1,
+                 "wall_s": 12.0}
+    target = runner.run_dir(p.name)
+    os.makedirs(target)
+    with open(os.path.join(target, "manifest.json"), "w") as fh:
+        json.dump({"status": "completed"}, fh)
+    open(os.path.join(target, "captured-before"), "w").close()
+    (tmp_path / "out" / "experiment.json").write_text(json.dumps(
+        {"experiment": exp.name, "runs": {p.name: old_entry}, "code": {"older-code": {}}}))
+
+    def ledger_entry():
+        return json.loads((tmp_path / "out" / "experiment.json").read_text())["runs"][p.name]
+
+    # a remake that fails: the complete run stays, with its ledger entry; the attempt is beside it
+    runner = Runner(exp, out, progress=False, only=("line.rate=5",), python=stand_in("failed", 1))
+    assert runner.execute() == {"failed": 1}
+    assert sorted(os.listdir(target)) == ["captured-before", "manifest.json"]
+    assert os.path.exists(os.path.join(out, "runs", f".{p.name}.failed", "made-by-the-remake"))
+    assert not os.path.exists(os.path.join(out, "runs", f".{p.name}.previous"))
+    assert ledger_entry() == old_entry
+    # an experiment killed while it remade the run left it aside and a partial attempt in place:
+    # the next command puts it back before planning, and still finds it stale
+    os.replace(target, os.path.join(out, "runs", f".{p.name}.previous"))
+    os.makedirs(target)
+    runner = Runner(exp, out, progress=False, only=("line.rate=5",), python=stand_in("interrupted", 130))
+    with pytest.raises(runner_module.ExperimentInterrupted):
+        runner.execute()
+    assert sorted(os.listdir(target)) == ["captured-before", "manifest.json"] and ledger_entry() == old_entry
+    # a remake that completes replaces it, and nothing is left aside
+    runner = Runner(exp, out, progress=False, only=("line.rate=5",), python=stand_in("completed", 0))
+    assert runner.execute() == {"completed": 1}
+    assert sorted(os.listdir(target)) == ["made-by-the-remake", "manifest.json"]
+    assert sorted(os.listdir(os.path.join(out, "runs"))) == [p.name]
+    assert ledger_entry()["status"] == "completed" and ledger_entry()["parts"]["code"] == runner.code
+
+
 @pytest.mark.network
 def test_a_real_run_past_its_time_limit_is_stopped_and_its_lab_torn_down(tmp_path, no_leftovers):
     """A run told to stop at its limit stops like on Ctrl-C: status interrupted, its lab torn

@@ -86,6 +86,8 @@ class Planned:
     host: Optional[str] = None
     error: Optional[str] = None
     entry: Dict = field(default_factory=dict)
+    # a remake that did not complete: the ledger entry of the complete run it was to replace, which stays
+    restored: Optional[Dict] = None
 
 
 def select_points(exp: Experiment, patterns: Tuple[str, ...] = ()) -> List[Point]:
@@ -219,6 +221,29 @@ class Runner:
     def run_dir(self, name: str) -> str:
         return os.path.join(self.out, "runs", name)
 
+    def _aside(self, name: str, what: str) -> str:
+        """Where a run's directory waits beside the one being made: `previous` (the complete run a
+        remake replaces, until the remake completes) or `failed` (a remake that did not)."""
+        return os.path.join(self.out, "runs", f".{name}.{what}")
+
+    def _recover(self) -> None:
+        """Finish what an experiment killed while it remade a complete run left: the complete run
+        goes back in place unless its remake completed."""
+        runs = os.path.join(self.out, "runs")
+        for entry in sorted(os.listdir(runs)) if os.path.isdir(runs) else []:
+            if not (entry.startswith(".") and entry.endswith(".previous")):
+                continue
+            name = entry[1:-len(".previous")]
+            target, previous = self.run_dir(name), os.path.join(runs, entry)
+            if running_in(target) is not None:
+                continue  # its remake still goes on: _run_one refuses it, and the next command recovers
+            if _manifest_status(target) == "completed":
+                shutil.rmtree(previous)
+            else:
+                if os.path.exists(target):
+                    shutil.rmtree(target)
+                os.replace(previous, target)
+
     def _read_ledger(self) -> Dict:
         path = os.path.join(self.out, LEDGER)
         if not os.path.isfile(path):
@@ -243,6 +268,9 @@ class Runner:
         runs = dict(self.ledger.get("runs", {}))
         for p in self.planned:
             if p.status in ("pending", "complete") and not p.entry:
+                continue
+            if p.restored is not None:  # the complete run stays, with its entry
+                runs[p.name] = p.restored
                 continue
             if p.status == "complete" and p.name in runs:
                 runs[p.name] = dict(runs[p.name], **{k: v for k, v in p.entry.items() if k == "analysed_by"})
@@ -281,6 +309,7 @@ class Runner:
         with Lock(self.out):
             shutil.copyfile(self.exp.source, os.path.join(self.out, "experiment.yaml"))
             self._executed = True
+            self._recover()
             self.plan()
             self._write_ledger()
             todo = [p for p in self.planned if p.status == "pending"]
@@ -409,7 +438,15 @@ class Runner:
                        f"killed; wait for it to end or stop it (kill -INT {writer})")
             self._say(f"{p.name}: {p.error}")
             return
-        if os.path.exists(target):
+        previous, kept_entry, p.restored = None, dict(p.entry), None
+        if p.stale and _manifest_status(target) == "completed":
+            # a complete run made again (its inputs or code changed): kept aside until the new one
+            # completes, so that a remake that fails or is interrupted loses nothing
+            previous = self._aside(p.name, "previous")
+            if os.path.exists(previous):
+                shutil.rmtree(previous)
+            os.replace(target, previous)
+        elif os.path.exists(target):
             shutil.rmtree(target)  # what an interrupted or failed attempt left, or a run of another fingerprint
         index = sum(1 for q in self.planned if q.status not in ("pending",))
         self._say(f"[{index}/{len(self.planned)}] {p.name} on {host.target}: started")
@@ -445,6 +482,21 @@ class Runner:
         else:
             p.status = "failed"
             p.error = _last_line(log) or f"exit code {code}"
+        kept = ""
+        if p.status == "completed":
+            for what in ("previous", "failed"):  # what it replaces, and an attempt that failed before
+                if os.path.exists(self._aside(p.name, what)):
+                    shutil.rmtree(self._aside(p.name, what))
+        elif previous is not None:
+            failed = self._aside(p.name, "failed")
+            if os.path.exists(failed):
+                shutil.rmtree(failed)
+            if os.path.exists(target):
+                os.replace(target, failed)
+            os.replace(previous, target)
+            p.restored = kept_entry
+            kept = (f"; the complete run it was to replace stays in {os.path.relpath(target)}"
+                    + (f" (this attempt: {os.path.relpath(failed)})" if os.path.exists(failed) else ""))
         if p.status == "completed":
             made_by = _manifest_code(target)
             if made_by and made_by != p.parts.get("code"):
@@ -456,7 +508,7 @@ class Runner:
                       f"{len(left)} left" + (f", about {_fmt_time(self._remaining(left))} to go" if left else ""))
         else:
             self._say(f"[{index}/{len(self.planned)}] {p.name}: {p.status} after {_fmt_time(p.wall_s)}"
-                      + (f" ({p.error}; see {os.path.relpath(log)})" if p.error else ""))
+                      + (f" ({p.error}; see {os.path.relpath(log)})" if p.error else "") + kept)
 
     def _limit(self, p: Planned) -> float:
         if self.run_limit_s is not None:
