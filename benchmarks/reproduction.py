@@ -379,9 +379,8 @@ def deeco_flood() -> str:
 
     second = table(scales, [(f"{r['medium']}, seed {r['seed']}", lambda v, r=r: at(r, v)) for r in rows],
                    "reach × ours", lambda v: f"{v:g}")
-    seeds = min(sum(r["medium"] == m for r in rows) for m in {r["medium"] for r in rows})
-    spread = ("One seed a medium: each value is one run's (the expected ones means over its replayed floods), "
-              "with no interval. " if seeds < 2 else "")
+    spread = ("Each row is one medium and seed: each value is one run's (the expected ones means over its "
+              "replayed floods), with no interval. ")
     return (f"{spread}Replayed on every {data['every']}th position snapshot of the runs, each node publishing once "
             f"in each.\n\n{first}\n\nExpected at longer reaches (receivers of a broadcast, messages a publication "
             f"at P = 1, simple over boundary); Table 5: {thesis['flood_P1']:.1f} messages a publication, "
