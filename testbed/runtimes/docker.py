@@ -113,8 +113,8 @@ class DockerRuntime(Runtime):
                 # them leave it at once (libnetwork's watch loop holds the controller's lock and
                 # waits for the network's, while a leaving sandbox holds the network's and waits
                 # for the controller's); every later removal then waits forever. Seen in a
-                # teardown of 200 containers (docs/EXPERIMENTS.md, "Runs that hang"). Without networking the engine makes no sandbox and takes
-                # neither lock.
+                # teardown of 200 containers (docs/EXPERIMENTS.md, "Runs that hang"). Without
+                # networking the engine makes no sandbox and takes neither lock.
                 network_disabled=True, labels={LABEL_LAB: self.names.lab, LABEL_NODE: node.name},
                 cap_drop=["ALL"], cap_add=node.capabilities or None, environment=envs[node.name],
                 volumes={node_dirs[node.name]: {"bind": NODE_DIR_IN_CONTAINER, "mode": "rw"},
