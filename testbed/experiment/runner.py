@@ -226,6 +226,11 @@ class Runner:
         remake replaces, until the remake completes) or `failed` (a remake that did not)."""
         return os.path.join(self.out, "runs", f".{name}.{what}")
 
+    @staticmethod
+    def _discard(path: str) -> None:
+        if os.path.exists(path):
+            shutil.rmtree(path)
+
     def _recover(self) -> None:
         """Finish what an experiment killed while it remade a complete run left: the complete run
         goes back in place unless its remake completed."""
@@ -240,8 +245,7 @@ class Runner:
             if _manifest_status(target) == "completed":
                 shutil.rmtree(previous)
             else:
-                if os.path.exists(target):
-                    shutil.rmtree(target)
+                self._discard(target)
                 os.replace(previous, target)
 
     def _read_ledger(self) -> Dict:
@@ -443,11 +447,10 @@ class Runner:
             # a complete run made again (its inputs or code changed): kept aside until the new one
             # completes, so that a remake that fails or is interrupted loses nothing
             previous = self._aside(p.name, "previous")
-            if os.path.exists(previous):
-                shutil.rmtree(previous)
+            self._discard(previous)
             os.replace(target, previous)
-        elif os.path.exists(target):
-            shutil.rmtree(target)  # what an interrupted or failed attempt left, or a run of another fingerprint
+        else:
+            self._discard(target)  # what an interrupted or failed attempt left, or a run of another fingerprint
         index = sum(1 for q in self.planned if q.status not in ("pending",))
         self._say(f"[{index}/{len(self.planned)}] {p.name} on {host.target}: started")
         log = os.path.join(self.out, "logs", f"{p.name}.log")
@@ -485,12 +488,10 @@ class Runner:
         kept = ""
         if p.status == "completed":
             for what in ("previous", "failed"):  # what it replaces, and an attempt that failed before
-                if os.path.exists(self._aside(p.name, what)):
-                    shutil.rmtree(self._aside(p.name, what))
+                self._discard(self._aside(p.name, what))
         elif previous is not None:
             failed = self._aside(p.name, "failed")
-            if os.path.exists(failed):
-                shutil.rmtree(failed)
+            self._discard(failed)
             if os.path.exists(target):
                 os.replace(target, failed)
             os.replace(previous, target)
