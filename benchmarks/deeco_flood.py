@@ -13,7 +13,8 @@ Table 5's do (958,077 messages at P = 1 over 36,200 publications at P = 0).
     python benchmarks/deeco_flood.py                      # the sumo-p runs there are
     python benchmarks/deeco_flood.py --runs DIR --every 5
 
-Writes benchmarks/results/deeco_flood.json; docs/REPRODUCTION.md's block deeco/sumo-p/flood
+Writes benchmarks/results/deeco_flood.json, keeping the rows it holds for a medium and seed whose
+runs the directory no longer has (stored_rows); docs/REPRODUCTION.md's block deeco/sumo-p/flood
 is generated from it (benchmarks/reproduction.py).
 """
 from __future__ import annotations
@@ -145,6 +146,21 @@ def thesis_values() -> Dict[str, float]:
             "ratio_P1": value["simple.P=1"] / value["boundary.P=1"]}
 
 
+def stored_rows(path: str, rows: List[Dict[str, Any]], every: int) -> List[Dict[str, Any]]:
+    """The rows the results file holds for a medium and seed that `rows` does not replay again:
+    a campaign's seeds are made over several sittings and its run directories need not outlive
+    one, so a seed replayed before stays unless its runs are here to replay it again. Rows
+    replayed at another `every` are dropped (their samples would not be alike)."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as fh:
+        stored = json.load(fh)
+    if stored.get("every") != every:
+        return []
+    fresh = {(r["medium"], r["seed"]) for r in rows}
+    return [r for r in stored.get("runs") or [] if (r["medium"], r["seed"]) not in fresh]
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", default=RUNS, help="a directory of sumo-p runs (default: %(default)s)")
@@ -199,9 +215,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"{args.runs}: no simple-gossip run at P = 1 with its report", file=sys.stderr)
         return 1
     path = os.path.join(HERE, "results", "deeco_flood.json")
+    kept = stored_rows(path, rows, args.every)
+    if kept:
+        print(f"kept from {path}: " + ", ".join(f"{r['medium']} seed {r['seed']}" for r in kept)
+              + " (their runs are not in the directory)")
     with open(path, "w") as fh:
         json.dump({"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                   "every": args.every, "thesis": thesis, "runs": rows}, fh, indent=1)
+                   "every": args.every, "thesis": thesis,
+                   "runs": sorted(rows + kept, key=lambda r: (r["medium"], r["seed"]))}, fh, indent=1)
     print(f"wrote {path}")
     return 0
 

@@ -428,3 +428,27 @@ def test_the_flood_replay_counts_what_each_flood_sends_with_and_without_the_boun
     rng = np.random.default_rng(7)
     many = [deeco_flood._flood(np.array([[0, 0.5], [0.5, 0]]), 0, rng) for _ in range(4000)]
     assert 1.45 < sum(many) / len(many) < 1.55
+
+
+def test_the_flood_replay_keeps_the_stored_seeds_whose_runs_are_gone(tmp_path):
+    """A seed replayed in an earlier sitting stays in deeco_flood.json when its runs are no longer
+    in the directory; a seed replayed again replaces its row; rows replayed at another `every`
+    are not kept beside new ones."""
+    import json
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import deeco_flood
+    finally:
+        sys.path.pop(0)
+    path = tmp_path / "deeco_flood.json"
+    assert deeco_flood.stored_rows(str(path), [], 10) == []
+    old = [{"medium": m, "seed": s, "measured": {"flood_P1": float(s)}} for m in ("kernel", "wifi") for s in (1, 2)]
+    path.write_text(json.dumps({"every": 10, "runs": old}))
+    fresh = [{"medium": "kernel", "seed": 2, "measured": {"flood_P1": 9.0}},
+             {"medium": "kernel", "seed": 3, "measured": {"flood_P1": 3.0}}]
+    kept = deeco_flood.stored_rows(str(path), fresh, 10)
+    assert [(r["medium"], r["seed"]) for r in kept] == [("kernel", 1), ("wifi", 1), ("wifi", 2)]
+    assert deeco_flood.stored_rows(str(path), fresh, 5) == []
