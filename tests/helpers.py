@@ -13,6 +13,19 @@ PYTHON = "/usr/bin/python3"
 PROBE = os.path.join(ROOT, "tests", "netprobe.py")
 
 
+def benchmark(name: str):
+    """A script of benchmarks/ imported as a module, the directory on the path while it loads
+    (the scripts import one another by name)."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
+
+
 class FakeClock:
     """A wall clock in seconds that moves only when a task sleeps through it or the test says work
     took time (`now += ...`): the agent clock's seams (agents/clock.py Clock: monotonic=time,

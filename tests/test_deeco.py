@@ -15,6 +15,7 @@ import pytest
 from agents.deeco.grouper import owner
 from agents.roles import check_params, check_structure
 from tests.deeco_net import Net, grid, unit_disk
+from .helpers import benchmark
 from .helpers import testbed_cli as _testbed  # `testbed ARGS` in this process
 
 R = 5.0  # Table 7's periods (s)
@@ -393,17 +394,10 @@ def test_the_flood_replay_counts_what_each_flood_sends_with_and_without_the_boun
     deliver within 100 m always and never beyond: the first four make one cluster, the fifth is
     alone; at twice the reach all five are one. The boundary (170 m from the publisher) stops the
     nodes beyond it passing a knowledge on."""
-    import os
-    import sys
-
     import numpy as np
     import pandas as pd
 
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        import deeco_flood
-    finally:
-        sys.path.pop(0)
+    deeco_flood = benchmark("deeco_flood")
     positions = pd.DataFrame({"t_s": 0.0, "node": [f"n{i}" for i in range(5)], "x": [0.0, 80, 160, 240, 400],
                               "y": 0.0})
     one, two = deeco_flood.replay(positions, lambda d: (d <= 100).astype(float), boundary_m=170,
@@ -435,14 +429,8 @@ def test_the_flood_replay_keeps_the_stored_seeds_whose_runs_are_gone(tmp_path):
     in the directory; a seed replayed again replaces its row; rows replayed at another `every`
     are not kept beside new ones."""
     import json
-    import os
-    import sys
 
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        import deeco_flood
-    finally:
-        sys.path.pop(0)
+    deeco_flood = benchmark("deeco_flood")
     path = tmp_path / "deeco_flood.json"
     assert deeco_flood.stored_rows(str(path), [], 10) == []
     old = [{"medium": m, "seed": s, "measured": {"flood_P1": float(s)}} for m in ("kernel", "wifi") for s in (1, 2)]

@@ -20,7 +20,7 @@ from testbed.experiment.results import ci95, lookup
 from testbed.experiment.spec import load_experiment
 
 from .conftest import ROOT
-from .helpers import cli_in_process
+from .helpers import benchmark, cli_in_process
 from .test_remote import REMOTE_TESTBED, TOPOLOGY, sshd  # noqa: F401 (sshd: the fixture of a real sshd)
 
 SCENARIO = """\
@@ -723,11 +723,7 @@ def test_benchmark_sets_pass_their_extra_arguments_and_keep_the_other_sets_resul
     """benchmarks/experiment_sets.py: a set given as (file, arguments) runs `testbed experiment`
     with them; the JSON file keeps the sets it did not run. (The runs and the gathering are the
     experiment runner's, tested above on real sweeps; here they are fakes.)"""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        import experiment_sets
-    finally:
-        sys.path.pop(0)
+    experiment_sets = benchmark("experiment_sets")
     commands = []
     monkeypatch.setattr(experiment_sets, "HERE", str(tmp_path))
     codes = [0]
@@ -758,11 +754,7 @@ def test_the_reproduction_documents_tables_are_generated_from_the_results_files(
     """docs/REPRODUCTION.md's tables of our values are benchmarks/reproduction.py's output from
     benchmarks/results/*.json: a hand edit of a generated block, or results the document was
     not regenerated from, fail here."""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        import reproduction
-    finally:
-        sys.path.pop(0)
+    reproduction = benchmark("reproduction")
     with open(reproduction.DOC) as fh:
         text = fh.read()
     generated, unknown = reproduction.render(text)
@@ -774,11 +766,7 @@ def test_the_reproduction_documents_tables_are_generated_from_the_results_files(
 def test_stored_runs_are_judged_again_with_the_current_shapes(tmp_path):
     """experiment_sets.rejudge: a results file's runs give the summary and the verdicts that
     `testbed experiment` gives on the same values (the seeds' spread included)."""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        import experiment_sets
-    finally:
-        sys.path.pop(0)
+    experiment_sets = benchmark("experiment_sets")
     path = workspace(tmp_path)
     runs = [{"run": f"line.rate={r}-s{k}", "point": f"line.rate={r}", "seed": k, "sent": v, "ratio": 1.0}
             for r, k, v in ((5, 1, 45.0), (5, 2, 47.0), (20, 1, 180.0), (20, 2, 183.0))]
@@ -795,11 +783,7 @@ def test_slices_of_a_set_pool_into_one_results_entry_judged_again(tmp_path):
     """experiment_sets.merge (--add): the runs of a slice made in another sitting join the stored
     ones (a run made again replaces its namesake), the summary and verdicts are computed over all
     of them, the curves over time are averaged by their runs, and the directories are listed."""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        import experiment_sets
-    finally:
-        sys.path.pop(0)
+    experiment_sets = benchmark("experiment_sets")
     path = workspace(tmp_path)
 
     def run(rate, seed, sent):
@@ -887,11 +871,7 @@ def test_the_fidelity_benchmark_reads_the_largest_size_whose_runs_are_all_faithf
     """benchmarks/fidelity.py's capacity: per k, the sizes climb while every seed is faithful;
     the first size with a degraded or unfaithful run stops the ladder. (The runs are the
     experiment runner's, tested above on real sweeps; here they are rows.)"""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        import fidelity as bench
-    finally:
-        sys.path.pop(0)
+    bench = benchmark("fidelity")
     verdicts = {(25, 1): ["faithful"] * 3, (50, 1): ["faithful", "degraded", "faithful"], (75, 1): ["faithful"] * 3,
                 (25, 4): ["faithful"] * 3, (50, 4): ["faithful"] * 3, (75, 4): ["faithful"] * 3,
                 (25, 2): ["unfaithful", "faithful", "faithful"]}
