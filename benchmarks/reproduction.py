@@ -402,6 +402,56 @@ def _deeco_age_table(name: str, rows: List[Tuple[str, str]]) -> str:
     return seeds_line(exp, ["age_median"]) + "\n\n" + table(present, columns, "point", labels.get)
 
 
+#: experiments/deeco/sumo-age.yaml's push-pull overrides, shown as a configuration's HD/PL/L/G
+SUMO_AGE_FILE = os.path.join(ROOT, "experiments", "deeco", "sumo-age.yaml")
+PULL_PARAMS = ("header_period_ms", "pull_period_ms", "message_timeout_ms", "pull_timeout_ms")
+
+
+def _sumo_age_rows() -> List[Tuple[str, str]]:
+    """(point suffix, label) in the thesis's order: simple, boundary, then Table 6's configurations
+    by number, each labelled with its HD/PL/L/G in seconds as the experiment file sets them."""
+    import yaml
+
+    with open(SUMO_AGE_FILE) as fh:
+        scenarios = yaml.safe_load(fh)["scenarios"]
+    rows = [("simple", "simple gossip"), ("boundary", "boundary (0.5 km)")]
+    configs = sorted((int(name.split("-")[-1]), spec.get("set", {})) for name, spec in scenarios.items()
+                     if name.startswith("kernel-pp-"))
+    for number_, overrides in configs:
+        seconds = [overrides.get(f"workload.defaults.params.{p}", 0) / 1000 for p in PULL_PARAMS]
+        rows.append((f"pp-{number_}", f"push-pull {number_} ({'/'.join(f'{s:g}' for s in seconds)})"))
+    return rows
+
+
+def deeco_sumo_age(which: str) -> str:
+    """The sumo-age experiment with the two media side by side: knowledge ages (the thesis's
+    medians beside ours) or the messages of Figure 35 (all kinds, headers, pull requests)."""
+    exp = load("deeco")["sumo-age"]
+    p = exp["points"]
+    measures = ["age_median", "age_q1", "age_q3"] if which == "ages" else ["messages", "headers", "pulls"]
+    n = majority_seeds(exp, measures)
+    media = ("kernel", "wifi")
+
+    def cell(medium: str, measure: str) -> Callable[[str], str]:
+        return lambda r: ours(p.get(f"{medium}-{r}", {}).get(measure), "num", n)
+
+    if which == "ages":
+        def thesis(r: str) -> str:
+            ref = p.get(f"kernel-{r}", {}).get("age_median") or {}
+            return "–" if ref.get("reference_low") is None else f"{ref['reference_low'] / 1000:g}"
+
+        columns: List[Column] = [("thesis: median (s)", thesis)] + [
+            (f"{m}: {label} (ms)", cell(m, measure)) for m in media
+            for measure, label in (("age_median", "median"), ("age_q1", "Q1"), ("age_q3", "Q3"))]
+    else:
+        columns = [(f"{m}: {label}", cell(m, measure)) for m in media
+                   for measure, label in (("messages", "messages"), ("headers", "headers"), ("pulls", "pull requests"))]
+    rows = _sumo_age_rows()
+    labels = dict(rows)
+    present = [r for r, _ in rows if any(f"{m}-{r}" in p for m in media)]
+    return seeds_line(exp, measures) + "\n\n" + table(present, columns, "configuration (HD/PL/L/G s)", labels.get)
+
+
 def deeco_ip() -> str:
     exp = load("deeco")["ip-groupers"]
     p = exp["points"]
@@ -555,12 +605,8 @@ BLOCKS: Dict[str, Callable[[], str]] = {
                                                 "wifi", ages=True),
     "deeco/sumo-p/verdicts": _verdicts_of("deeco", "sumo-p"),
     "deeco/sumo-p/flood": deeco_flood,
-    "deeco/sumo-age": lambda: _deeco_age_table("sumo-age", [
-        (f"{m}-{s}", f"{m}: {label}") for s, label in
-        [("simple", "simple gossip"), ("boundary", "boundary")] + [
-            (f"pp-{c}", f"push-pull {c}") for c in (27, 40, 24, 28, 29, 34, 54, 25, 26, 30, 31, 33, 35, 37, 38, 39,
-                                                    41, 42, 46, 50, 89)]
-        for m in ("kernel", "wifi")]),
+    "deeco/sumo-age": lambda: deeco_sumo_age("ages"),
+    "deeco/sumo-age/messages": lambda: deeco_sumo_age("messages"),
     "deeco/sumo-age/verdicts": _verdicts_of("deeco", "sumo-age"),
     "deeco/ip-groupers": deeco_ip,
     "deeco/ip-groupers/verdicts": _verdicts_of("deeco", "ip-groupers"),
