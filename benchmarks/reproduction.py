@@ -452,6 +452,42 @@ def deeco_sumo_age(which: str) -> str:
     return seeds_line(exp, measures) + "\n\n" + table(present, columns, "configuration (HD/PL/L/G s)", labels.get)
 
 
+def deeco_sumo_age_ways() -> str:
+    """benchmarks/deeco_ages.py's split of the sumo-age runs' deliveries by the way they came
+    (from the publisher, a pushed rebroadcast, a pulled one): per point, means over its runs."""
+    from testbed.experiment import stats
+
+    with open(os.path.join(HERE, "results", "deeco_ages.json")) as fh:
+        runs = json.load(fh)["runs"]
+    by_point: Dict[str, List[Dict[str, Any]]] = {}
+    for r in runs:
+        by_point.setdefault(r["point"], []).append(r)
+    counts = sorted({len(v) for v in by_point.values()})
+
+    def cell(point: str, get: Callable[[Dict[str, Any]], Optional[float]], style: str = "num") -> str:
+        values = [v for v in (get(r) for r in by_point.get(point, [])) if v is not None]
+        mean, _, high = stats.mean_interval(values)
+        summary = None if mean is None else {"mean": mean, "n": len(values), "ci95_high": high}
+        return ours(summary, style, max(counts))
+
+    columns: List[Column] = [
+        ("deliveries", lambda r: cell(r, lambda x: x["deliveries"])),
+        ("from the publisher", lambda r: cell(r, lambda x: x["publisher"]["share"], "pct")),
+        ("pushed", lambda r: cell(r, lambda x: x["pushed"]["share"], "pct")),
+        ("pulled", lambda r: cell(r, lambda x: x["pulled"]["share"], "pct")),
+        ("median age (ms)", lambda r: cell(r, lambda x: x["median_ms"])),
+        ("publisher's (ms)", lambda r: cell(r, lambda x: x["publisher"]["median_ms"])),
+        ("pushed (ms)", lambda r: cell(r, lambda x: x["pushed"]["median_ms"])),
+        ("pulled (ms)", lambda r: cell(r, lambda x: x["pulled"]["median_ms"])),
+        ("without the pulled (ms)", lambda r: cell(r, lambda x: x["median_without_pulled_ms"])),
+    ]
+    labels = dict(_sumo_age_rows())
+    rows = [f"{m}-{r}" for r, _ in _sumo_age_rows() for m in ("kernel", "wifi") if f"{m}-{r}" in by_point]
+    head = (f"Each value is the mean over {'/'.join(map(str, counts))} runs of a point ± the half-width of its 95% "
+            "interval (Student's t); shares of the run's deliveries, median ages of each way's.")
+    return head + "\n\n" + table(rows, columns, "point", lambda p: f"{p.split('-')[0]}: {labels[p.split('-', 1)[1]]}")
+
+
 def deeco_ip() -> str:
     exp = load("deeco")["ip-groupers"]
     p = exp["points"]
@@ -607,6 +643,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "deeco/sumo-p/flood": deeco_flood,
     "deeco/sumo-age": lambda: deeco_sumo_age("ages"),
     "deeco/sumo-age/messages": lambda: deeco_sumo_age("messages"),
+    "deeco/sumo-age/ways": deeco_sumo_age_ways,
     "deeco/sumo-age/verdicts": _verdicts_of("deeco", "sumo-age"),
     "deeco/ip-groupers": deeco_ip,
     "deeco/ip-groupers/verdicts": _verdicts_of("deeco", "ip-groupers"),

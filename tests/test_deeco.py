@@ -326,6 +326,40 @@ def test_real_use_case_node_9_gets_node_1s_knowledge_by_pulling_every_two_period
 
 
 @pytest.mark.network
+def test_real_use_case_deliveries_split_into_the_publishers_and_the_pulled(deeco_runs):
+    """benchmarks/deeco_ages.py on a real run: the use case at P = 0 with pulling pushes nothing
+    on, so every delivery came from the publisher (hop 0) or from a pulled rebroadcast, and
+    the split counts every knowledge delivery the logs hold, its ages theirs."""
+    deeco_ages = benchmark("deeco_ages")
+    run = _Logged(_read_run(deeco_runs["use-case"]))
+    got = [e for e in run.all_events("deliver", type="GOSSIP_KNOWLEDGE")]
+    row = deeco_ages.measure(deeco_runs["use-case"])
+    assert row["deliveries"] == len(got) and row["pushed"]["deliveries"] == 0
+    assert row["publisher"]["deliveries"] == sum(1 for e in got if e["hops"] == 0)
+    assert row["pulled"]["deliveries"] == sum(1 for e in got if e["hops"] > 0) > 0
+    assert row["pulled_rebroadcasts"] == len([e for e in run.all_events("send", type="GOSSIP_KNOWLEDGE")
+                                              if e["hops"] > 0 and e["pulled"]])
+    # a pulled copy is the relay's own hop-0 delivery passed on once more: older than those
+    assert row["pulled"]["median_ms"] > row["publisher"]["median_ms"]
+
+
+def test_the_age_split_sorts_each_delivery_by_the_way_it_came():
+    """deeco_ages.split: hop 0 is the publisher's; a relayed copy is pulled when its sender's
+    rebroadcast of that message was a pulled one, pushed otherwise; medians per way in ms."""
+    deeco_ages = benchmark("deeco_ages")
+    ms = 1_000_000
+    deliveries = [("a", "a", 1, 0, 2 * ms), ("b", "a", 1, 1, 4 * ms), ("c", "a", 1, 2, 6 * ms),
+                  ("b", "a", 2, 1, 900 * ms), ("c", "x", 1, 1, 1000 * ms)]
+    row = deeco_ages.split(deliveries, {("b", "a", 2), ("c", "x", 1)})
+    assert row["deliveries"] == 5 and row["publisher"]["deliveries"] == 1
+    assert row["pushed"]["deliveries"] == 2 and row["pushed"]["median_ms"] == 5.0
+    assert row["pulled"]["share"] == 0.4 and row["pulled"]["median_ms"] == 950.0
+    assert row["median_ms"] == 6.0 and row["median_without_pulled_ms"] == 4.0
+    empty = deeco_ages.split([], set())
+    assert empty["deliveries"] == 0 and empty["median_ms"] is None and empty["pulled"]["share"] is None
+
+
+@pytest.mark.network
 def test_real_use_case_node_1_killed_the_others_pull_then_stop(deeco_runs):
     run = _Logged(_read_run(deeco_runs["use-case"]))
     assert not run.all_events("error")
