@@ -5,7 +5,8 @@ the publisher itself (hops 0), from a pushed rebroadcast (Rules 12-14) or from a
 answer to a pull (Rule 24: the sender's `send` of that message has `pulled: true`). For each run
 this script splits the deliveries into those three ways and gives each way's count, share and
 median age, and the median age of the run's deliveries without the pulled ones; it also counts
-the pulled rebroadcasts and how many of their receptions delivered anything. Push-pull's median
+the pulled rebroadcasts and, from the run's report, the frames sent on the air and, on the 802.11
+channel, the longest a frame waited in a node's MAC queue (99th percentile). Push-pull's median
 age beside simple gossip's then says whether pulling added deliveries older than the pushed
 ones (their share times their ages) or made the pushed ones slower (more traffic).
 
@@ -85,11 +86,27 @@ def split(deliveries, pulled: set) -> Dict[str, Any]:
     return out
 
 
+def channel(run_dir: str) -> Dict[str, Any]:
+    """From the run's report (when it has one): the frames its radio segments sent and, on the
+    802.11 channel, the largest 99th percentile of a node's MAC queueing delay (ms): how long a
+    frame waited for the air, the thesis's explanation of minutes-old knowledge."""
+    path = os.path.join(run_dir, "report", "results.json")
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as fh:
+        segments = ((json.load(fh).get("radio") or {}).get("segments") or {}).values()
+    delays = [s["wifi"]["queue_delay_ms_p99_max"] for s in segments
+              if (s.get("wifi") or {}).get("queue_delay_ms_p99_max") is not None]
+    return {"frames_sent": sum(s.get("frames_sent") or 0 for s in segments),
+            "queue_delay_ms_p99_max": max(delays) if delays else None}
+
+
 def measure(run_dir: str) -> Dict[str, Any]:
     deliveries, pulled, pulled_sends, receptions = read_logs(run_dir)
     row = split(deliveries, pulled)
     row["pulled_rebroadcasts"] = pulled_sends
     row["knowledge_receptions"] = receptions
+    row.update(channel(run_dir))
     return row
 
 
@@ -120,7 +137,9 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"({row['median_without_pulled_ms']:.3g} without the pulled); publisher "
               f"{row['publisher']['share']:.1%}, pushed {row['pushed']['share']:.1%}, pulled {pp['share']:.1%}"
               + (f" (median {pp['median_ms']:.3g} ms)" if pp["median_ms"] is not None else "")
-              + f"; {row['pulled_rebroadcasts']} pulled rebroadcasts")
+              + f"; {row['pulled_rebroadcasts']} pulled rebroadcasts"
+              + (f"; MAC queueing p99 at most {row['queue_delay_ms_p99_max']:.3g} ms"
+                 if row.get("queue_delay_ms_p99_max") is not None else ""))
     if not rows:
         print(f"{args.runs}: no sumo-age run with its report", file=sys.stderr)
         return 1

@@ -448,7 +448,8 @@ def deeco_sumo_age(which: str) -> str:
                    for measure, label in (("messages", "messages"), ("headers", "headers"), ("pulls", "pull requests"))]
     rows = _sumo_age_rows()
     labels = dict(rows)
-    present = [r for r, _ in rows if any(f"{m}-{r}" in p for m in media)]
+    present = [r for r, _ in rows if any((p.get(f"{m}-{r}", {}).get(measures[0]) or {}).get("mean") is not None
+                                         for m in media)]
     return seeds_line(exp, measures) + "\n\n" + table(present, columns, "configuration (HD/PL/L/G s)", labels.get)
 
 
@@ -480,6 +481,8 @@ def deeco_sumo_age_ways() -> str:
         ("pushed (ms)", lambda r: cell(r, lambda x: x["pushed"]["median_ms"])),
         ("pulled (ms)", lambda r: cell(r, lambda x: x["pulled"]["median_ms"])),
         ("without the pulled (ms)", lambda r: cell(r, lambda x: x["median_without_pulled_ms"])),
+        ("frames on the air", lambda r: cell(r, lambda x: x.get("frames_sent"))),
+        ("MAC queueing, p99 of the worst node (ms)", lambda r: cell(r, lambda x: x.get("queue_delay_ms_p99_max"))),
     ]
     labels = dict(_sumo_age_rows())
     rows = [f"{m}-{r}" for r, _ in _sumo_age_rows() for m in ("kernel", "wifi") if f"{m}-{r}" in by_point]
