@@ -332,7 +332,7 @@ def test_real_use_case_deliveries_split_into_the_publishers_and_the_pulled(deeco
     the split counts every knowledge delivery the logs hold, its ages theirs."""
     deeco_ages = benchmark("deeco_ages")
     run = _Logged(_read_run(deeco_runs["use-case"]))
-    got = [e for e in run.all_events("deliver", type="GOSSIP_KNOWLEDGE")]
+    got = run.all_events("deliver", type="GOSSIP_KNOWLEDGE")
     row = deeco_ages.measure(deeco_runs["use-case"])
     assert row["deliveries"] == len(got) and row["pushed"]["deliveries"] == 0
     assert row["publisher"]["deliveries"] == sum(1 for e in got if e["hops"] == 0)
