@@ -5,8 +5,9 @@ the publisher itself (hops 0), from a pushed rebroadcast (Rules 12-14) or from a
 answer to a pull (Rule 24: the sender's `send` of that message has `pulled: true`). For each run
 this script splits the deliveries into those three ways and gives each way's count, share and
 median age, and the median age of the run's deliveries without the pulled ones; it also counts
-the pulled rebroadcasts, the receptions of knowledge (new or not) and, from the run's report, the frames sent on the air and, on the 802.11
-channel, the longest a frame waited in a node's MAC queue (99th percentile). Push-pull's median
+the pulled rebroadcasts, the receptions of knowledge (new or not) and, from the run's report,
+the frames sent on the air and, on the 802.11 channel, the longest a frame waited in a node's MAC
+queue (99th percentile). Push-pull's median
 age beside simple gossip's then says whether pulling added deliveries older than the pushed
 ones (their share times their ages) or made the pushed ones slower (more traffic).
 
