@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import measures
+from . import measures, stats
 from .measures import lookup, number
 from .spec import Experiment, Measure, Point, matches
 
@@ -48,18 +48,10 @@ SUMMARY_COLUMNS = ("point", "scenario", "measure", "n", "mean", "sd", "ci95_low"
 
 def ci95(values: List[float]) -> Tuple[Optional[float], Optional[float], Optional[float], Optional[float]]:
     """mean, sample standard deviation, and the 95% interval of the mean (Student's t, n − 1 degrees
-    of freedom); the interval is None with one value."""
-    if not values:
-        return None, None, None, None
-    a = np.asarray(values, dtype=float)
-    mean = float(a.mean())
-    if len(a) < 2:
-        return mean, None, None, None
-    sd = float(a.std(ddof=1))
-    from scipy.stats import t
-
-    half = float(t.ppf(0.975, len(a) - 1)) * sd / math.sqrt(len(a))
-    return mean, sd, mean - half, mean + half
+    of freedom: stats.mean_interval's); the interval is None with one value."""
+    mean, low, high = stats.mean_interval(values)
+    sd = float(np.std(np.asarray(values, dtype=float), ddof=1)) if len(values) >= 2 else None
+    return mean, sd, low, high
 
 
 class Data:
