@@ -484,8 +484,9 @@ def deeco_sumo_age_ways() -> str:
         ("frames on the air", lambda r: cell(r, lambda x: x.get("frames_sent"))),
         ("MAC queueing, p99 of the worst node (ms)", lambda r: cell(r, lambda x: x.get("queue_delay_ms_p99_max"))),
     ]
-    labels = dict(_sumo_age_rows())
-    rows = [f"{m}-{r}" for r, _ in _sumo_age_rows() for m in ("kernel", "wifi") if f"{m}-{r}" in by_point]
+    configurations = _sumo_age_rows()
+    labels = dict(configurations)
+    rows = [f"{m}-{r}" for r, _ in configurations for m in ("kernel", "wifi") if f"{m}-{r}" in by_point]
     head = (f"Each value is the mean over {'/'.join(map(str, counts))} runs of a point ± the half-width of its 95% "
             "interval (Student's t); shares of the run's deliveries, median ages of each way's.")
     return head + "\n\n" + table(rows, columns, "point", lambda p: f"{p.split('-')[0]}: {labels[p.split('-', 1)[1]]}")
