@@ -478,6 +478,9 @@ def deeco_sumo_age_ways() -> str:
         ("pulled", lambda r: cell(r, lambda x: x["pulled"]["share"], "pct")),
         ("median age (ms)", lambda r: cell(r, lambda x: x["median_ms"])),
         ("publisher's (ms)", lambda r: cell(r, lambda x: x["publisher"]["median_ms"])),
+        # the run's median over its own hop-0 one: the machine's speed, which moves both, divides out
+        ("median ÷ publisher's", lambda r: cell(r, lambda x: x["median_ms"] / x["publisher"]["median_ms"]
+                                                 if x["median_ms"] and x["publisher"]["median_ms"] else None)),
         ("pushed (ms)", lambda r: cell(r, lambda x: x["pushed"]["median_ms"])),
         ("pulled (ms)", lambda r: cell(r, lambda x: x["pulled"]["median_ms"])),
         ("without the pulled (ms)", lambda r: cell(r, lambda x: x["median_without_pulled_ms"])),
@@ -488,7 +491,8 @@ def deeco_sumo_age_ways() -> str:
     labels = dict(configurations)
     rows = [f"{m}-{r}" for r, _ in configurations for m in ("kernel", "wifi") if f"{m}-{r}" in by_point]
     head = (f"Each value is the mean over {'/'.join(map(str, counts))} runs of a point ± the half-width of its 95% "
-            "interval (Student's t); shares of the run's deliveries, median ages of each way's.")
+            "interval (Student's t); shares of the run's deliveries, median ages of each way's, and each run's "
+            "median divided by its publisher's.")
     return head + "\n\n" + table(rows, columns, "point", lambda p: f"{p.split('-')[0]}: {labels[p.split('-', 1)[1]]}")
 
 
