@@ -351,6 +351,57 @@ def _deeco_p_table(name: str, values: Sequence[float], medium: str = "", ages: b
     return seeds_line(exp, ["messages"]) + "\n\n" + table(rows, columns, "P", lambda v: f"{v:g}")
 
 
+def _paired_difference(exp: Dict[str, Any], a: str, b: str, measure: str) -> str:
+    """b − a over the seeds both points have, seed by seed (the two scenarios of one seed share
+    their SUMO trace, so pairing takes the mobility's spread out), with the t interval of the
+    mean difference; "–" below two pairs."""
+    from testbed.experiment import stats
+
+    def by_seed(point: str) -> Dict[int, float]:
+        return {r["seed"]: r[measure] for r in exp["runs"] if r.get("point") == point
+                and r.get(measure) is not None and r.get("seed") is not None}
+
+    va, vb = by_seed(a), by_seed(b)
+    diffs = [vb[s] - va[s] for s in sorted(set(va) & set(vb))]
+    mean, low, high = stats.mean_interval(diffs)
+    if mean is None or low is None:
+        return "–"
+    return f"{plus_minus(mean, high - mean)} ({len(diffs)} pairs)"
+
+
+def deeco_sumo_p_coverage() -> str:
+    """Figures 29 and 30 on the sumo-p runs, both media: the distinct components whose knowledge a
+    node received (its median over the nodes: Figure 30), boundary minus simple paired by seed,
+    and the age quartiles of Figure 29's box plot at P above 0.5."""
+    exp = load("deeco")["sumo-p"]
+    p = exp["points"]
+    n = majority_seeds(exp, ["sources"])
+    values = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    media = ("kernel", "wifi")
+
+    def pt(medium: str, scenario: str, v: float) -> str:
+        return f"{medium}-{scenario}.P={v:g}"
+
+    def cell(medium: str, scenario: str, measure: str) -> Callable[[float], str]:
+        return lambda v: ours(p.get(pt(medium, scenario, v), {}).get(measure), "num", n)
+
+    sources: List[Column] = []
+    for m in media:
+        sources += [(f"{m}: simple", cell(m, "simple", "sources")), (f"{m}: boundary", cell(m, "boundary", "sources")),
+                    (f"{m}: boundary − simple",
+                     lambda v, m=m: _paired_difference(exp, pt(m, "simple", v), pt(m, "boundary", v), "sources"))]
+    rows = [v for v in values if any(pt(m, s, v) in p for m in media for s in ("simple", "boundary"))]
+    box: List[Column] = [(f"{s}: {q} (ms)", lambda r, s=s, measure=measure: cell(r[0], s, measure)(r[1]))
+                         for s in ("simple", "boundary")
+                         for q, measure in (("Q1", "age_q1"), ("median", "age_median"), ("Q3", "age_q3"))]
+    high = [(m, v) for m in media for v in rows if v > 0.5]
+    return (seeds_line(exp, ["sources"]) + " Figure 30: the distinct components whose knowledge a node received, "
+            "the median over the nodes (the thesis gives no numbers; of 199 others).\n\n" +
+            table(rows, sources, "P", lambda v: f"{v:g}") +
+            "\n\nFigure 29: the knowledge age's quartiles at P above 0.5 (the thesis's box plot gives no numbers).\n\n" +
+            table(high, box, "medium, P", lambda r: f"{r[0]}, {r[1]:g}"))
+
+
 def deeco_flood() -> str:
     """benchmarks/deeco_flood.py's replay of the sumo-p runs' floods on their own positions: the
     expected figures beside the measured ones, then the expected ones at longer reaches."""
@@ -649,6 +700,7 @@ BLOCKS: Dict[str, Callable[[], str]] = {
                                                 "wifi", ages=True),
     "deeco/sumo-p/verdicts": _verdicts_of("deeco", "sumo-p"),
     "deeco/sumo-p/flood": deeco_flood,
+    "deeco/sumo-p/coverage": deeco_sumo_p_coverage,
     "deeco/sumo-age": lambda: deeco_sumo_age("ages"),
     "deeco/sumo-age/messages": lambda: deeco_sumo_age("messages"),
     "deeco/sumo-age/ways": deeco_sumo_age_ways,
