@@ -167,10 +167,10 @@ def test_reduced_figure_4_messages_grow_with_the_coordinators_not_the_members(re
     size = {p: _results(runs[p])["causal"]["message_bytes"] for p in ("f4-all-10", "f4-all-30", "f4-u3-30")}
     # a record carries a vector timestamp of 4 bytes a coordinator: 10 → 30 coordinators makes a
     # record about twice as long (84 → 164 bytes), but a message carries fewer records on more
-    # members (an event is more hops old when it arrives, so it is forwarded fewer rounds; Figure
-    # 4's runs have 7.3 at 25 members and 4.4 at 125): the size grows by less than the record, by
-    # how much depends on how many of a 5 s run's few rounds the machine kept (CI saw 581 → 690
-    # bytes, 6.9 → 4.2 records). The ordering is Figure 4's shape, as the experiment file states it
+    # members (Figure 4's full runs: 7.3 at 25 members, 4.4 at 125), so the message grows less:
+    # 581 → 690 bytes in CI (6.9 → 4.2 records a message), 587 → 691 in a run here (7.2 → 4.3),
+    # 1.18-1.19 times, where an earlier 1.2 margin failed. The ordering is Figure 4's shape, as
+    # the experiment file states it; the record's growth is checked exactly below
     assert size["f4-u3-30"] < size["f4-all-10"] < size["f4-all-30"], size
     # per record: 25 bytes, 4 a ticket of the vector, the body; every delivery came by 1-5 hops
     per = {p: _results(runs[p])["causal"]["record_bytes"] for p in ("f4-all-10", "f4-all-30")}
