@@ -50,9 +50,9 @@ STOP_TIMEOUT_S = 60.0
 CONTROL_MS = 10.0
 #: the most members the channel carried faithfully at each time dilation on a 2-core machine, under
 #: DEECo's MANET workload (P = 0.5, 1000-byte knowledge every 5 s, SUMO mobility at the thesis's
-#: density): benchmarks/radio.py --wifi (benchmarks/results/radio.json). 200 members at k = 1 were
-#: degraded (the agents' event loops lagged 56 ms, the simulator 14 ms); the largest size measured
-#: is 200, so above it nothing is known
+#: density): benchmarks/radio.py --wifi (benchmarks/results/radio.json, 2026-12-01). 200 members at
+#: k = 1 were degraded (the agents' event loops lagged 50 ms, the simulator 16 ms); the largest size
+#: measured is 200, so above it nothing is known
 FAITHFUL_MEMBERS = {1.0: 60, 2.0: 200, 4.0: 200}
 MEASURED_UP_TO = 200
 #: ns-3's WifiMacQueue drops a frame that waited longer than this (its default, set explicitly)
