@@ -316,6 +316,15 @@ def _verdicts_of(paper_name: str, name: str) -> Callable[[], str]:
     return lambda: verdicts(load(paper_name)[name])
 
 
+#: Table 5's values of P
+TABLE_5_P = (0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def _p_point(points: Dict[str, Any], scenario: str, v: float) -> str:
+    """The point of `scenario` at P = v as the experiment names it (P=1 or P=1.0)."""
+    return f"{scenario}.P={v:g}" if f"{scenario}.P={v:g}" in points else f"{scenario}.P={v}"
+
+
 def _deeco_p_table(name: str, values: Sequence[float], medium: str = "", ages: bool = False) -> str:
     """Table 5 beside ours; `medium` ("kernel", "wifi") picks the scenarios of an experiment that
     runs both (named MEDIUM-simple, MEDIUM-boundary); `ages` adds our median knowledge ages."""
@@ -324,8 +333,7 @@ def _deeco_p_table(name: str, values: Sequence[float], medium: str = "", ages: b
     n = majority_seeds(exp, ["messages"])
 
     def pt(scenario: str, v: float) -> str:
-        scenario = f"{medium}-{scenario}" if medium else scenario
-        return f"{scenario}.P={v:g}" if f"{scenario}.P={v:g}" in p else f"{scenario}.P={v}"
+        return _p_point(p, f"{medium}-{scenario}" if medium else scenario, v)
 
     def thesis_ratio(v: float) -> str:
         a, b = p.get(pt("simple", v), {}).get("messages"), p.get(pt("boundary", v), {}).get("messages")
@@ -376,11 +384,10 @@ def deeco_sumo_p_coverage() -> str:
     exp = load("deeco")["sumo-p"]
     p = exp["points"]
     n = majority_seeds(exp, ["sources"])
-    values = [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     media = ("kernel", "wifi")
 
     def pt(medium: str, scenario: str, v: float) -> str:
-        return f"{medium}-{scenario}.P={v:g}"
+        return _p_point(p, f"{medium}-{scenario}", v)
 
     def cell(medium: str, scenario: str, measure: str) -> Callable[[float], str]:
         return lambda v: ours(p.get(pt(medium, scenario, v), {}).get(measure), "num", n)
@@ -390,7 +397,7 @@ def deeco_sumo_p_coverage() -> str:
         sources += [(f"{m}: simple", cell(m, "simple", "sources")), (f"{m}: boundary", cell(m, "boundary", "sources")),
                     (f"{m}: boundary − simple",
                      lambda v, m=m: _paired_difference(exp, pt(m, "simple", v), pt(m, "boundary", v), "sources"))]
-    rows = [v for v in values if any(pt(m, s, v) in p for m in media for s in ("simple", "boundary"))]
+    rows = [v for v in TABLE_5_P if any(pt(m, s, v) in p for m in media for s in ("simple", "boundary"))]
     box: List[Column] = [(f"{s}: {q} (ms)", lambda r, s=s, measure=measure: cell(r[0], s, measure)(r[1]))
                          for s in ("simple", "boundary")
                          for q, measure in (("Q1", "age_q1"), ("median", "age_median"), ("Q3", "age_q3"))]
@@ -694,10 +701,8 @@ BLOCKS: Dict[str, Callable[[], str]] = {
         (f"pp-{c}", f"push-pull, configuration {c}") for c in (24, 27, 28, 29, 34, 40, 54)]),
     "deeco/age-sparse/verdicts": _verdicts_of("deeco", "age-sparse"),
     # the thesis's scale on both media (issue 31): placed in the document once their runs are in
-    "deeco/sumo-p/kernel": lambda: _deeco_p_table("sumo-p", [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-                                                  "kernel", ages=True),
-    "deeco/sumo-p/wifi": lambda: _deeco_p_table("sumo-p", [0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-                                                "wifi", ages=True),
+    "deeco/sumo-p/kernel": lambda: _deeco_p_table("sumo-p", TABLE_5_P, "kernel", ages=True),
+    "deeco/sumo-p/wifi": lambda: _deeco_p_table("sumo-p", TABLE_5_P, "wifi", ages=True),
     "deeco/sumo-p/verdicts": _verdicts_of("deeco", "sumo-p"),
     "deeco/sumo-p/flood": deeco_flood,
     "deeco/sumo-p/coverage": deeco_sumo_p_coverage,

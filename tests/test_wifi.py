@@ -18,7 +18,7 @@ import pytest
 from testbed.errors import ValidationError
 from testbed.topology import parse_topology_text
 
-from .helpers import finish, run_probe, start_probe
+from .helpers import ROOT, finish, run_probe, start_probe
 
 A = "nodes: {a: {position: [0, 0]}, b: {position: [10, 0]}}\n"
 
@@ -130,6 +130,8 @@ def test_more_members_than_the_benchmark_found_faithful_are_warned_of_before_any
     assert capacity_warnings(200, 1, 16) == []  # more cores than the benchmark's: its limits are lower bounds
 
 
+# -- on real networks -------------------------------------------------------------------------------
+
 def test_the_thesis_scale_lab_is_warned_of_by_its_check_which_makes_nothing(no_leftovers, monkeypatch):
     """The warning reaches a real lab's check (what `testbed run` and `up` print before they build):
     the sumo topologies' 200 members on the channel at time dilation 1, and none at 2."""
@@ -137,7 +139,7 @@ def test_the_thesis_scale_lab_is_warned_of_by_its_check_which_makes_nothing(no_l
     from testbed.topology import load_topology
 
     monkeypatch.setattr(os, "cpu_count", lambda: 2)  # the benchmark's machine, whatever this one is
-    topo = load_topology(os.path.join(os.path.dirname(__file__), "..", "topologies", "deeco-sumo-200-wifi.yaml"))
+    topo = load_topology(os.path.join(ROOT, "topologies", "deeco-sumo-200-wifi.yaml"))
     lab = Lab(topo)
     lab.check()
     (warning,) = [w for w in lab.warnings if "802.11 channel" in w]
@@ -146,8 +148,6 @@ def test_the_thesis_scale_lab_is_warned_of_by_its_check_which_makes_nothing(no_l
     slower.check()
     assert not [w for w in slower.warnings if "802.11 channel" in w], slower.warnings
 
-
-# -- on real networks -------------------------------------------------------------------------------
 
 def _counts(lab, senders, receiver, count, pps, base_port=7300, first=10):
     """Datagrams `receiver` got from each sender, all sending `count` broadcasts at once as
