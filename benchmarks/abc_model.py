@@ -42,6 +42,11 @@ component, then the mean over components) and the id chain of spark_analysis/pro
 next owner's rank among a message's handlers, the send interval), so that the emulation's runs can
 be compared measure by measure.
 
+The start: every component makes its first request at λs from t = 0, as the authors' simulator
+starts them. `ci-staggered` (and `dp-staggered`) run CI (DP) with component c's first request
+c · 0.2 time units later (STAGGER), the way the testbed started its agents before it signalled
+them in one sweep.
+
 Writes benchmarks/results/abc_model.json: per configuration (SCENARIO/INFRASTRUCTURE/READING) the
 per-seed values and the mean with its 95% interval (Student's t). With --only, the other
 configurations' stored results are kept.
@@ -71,9 +76,10 @@ class Model:
     reply or a data copy to a component."""
 
     def __init__(self, components: int, senders: Optional[int], seed: int,
-                 rate_s: float = 1.0, rate_t: float = 15.0, rate_h: float = 1000.0) -> None:
+                 rate_s: float = 1.0, rate_t: float = 15.0, rate_h: float = 1000.0, stagger: float = 0.0) -> None:
         self.C = components
         self.ls, self.lt, self.lh = rate_s, rate_t, rate_h
+        self.stagger = stagger  # component c's first request waits c · stagger more (0: all start together)
         self.rng = random.Random(seed)
         chosen = range(components) if senders is None else self.rng.sample(range(components), senders)
         self.sends = [c in set(chosen) for c in range(components)]
@@ -104,12 +110,12 @@ class Model:
         raise NotImplementedError
 
     # -- the event queue: an activity enabled at rate r fires after Exp(r) unless disabled first
-    def _arm(self, key: tuple, rate: float) -> None:
+    def _arm(self, key: tuple, rate: float, after: float = 0.0) -> None:
         if key in self.version:
             return
         self.seq += 1
         self.version[key] = self.seq
-        heapq.heappush(self.heap, (self.now + self.rng.expovariate(rate), self.seq, key))
+        heapq.heappush(self.heap, (self.now + after + self.rng.expovariate(rate), self.seq, key))
 
     def _disarm(self, key: tuple) -> None:
         self.version.pop(key, None)
@@ -127,6 +133,8 @@ class Model:
 
     def run(self, horizon: float) -> "Model":
         for c in range(self.C):
+            if self.stagger and self.want[c]:
+                self._arm(("request", c), self.ls, after=c * self.stagger)
             self._arm_component(c)
         while self.heap:
             t, seq, key = heapq.heappop(self.heap)
@@ -424,11 +432,18 @@ def interval(values: List[float]) -> Dict[str, Optional[float]]:
     return {"n": len(xs), "mean": m, "ci95": [m - h, m + h]}
 
 
+#: the testbed's start before commit d88efb1, in time units of 100 ms: it signalled the agents one
+#: by one as it found each (a Docker engine query, about 20 ms under load), so 165 agents started
+#: over 3.3 s in node order (a C[10,155] run's `workload started` events: 19.9 ms a node)
+STAGGER = 0.2
+
+
 def configurations() -> Dict[str, Callable[[int], Model]]:
     """Every configuration the paper names, by key SCENARIO/INFRASTRUCTURE/READING: a function of
     the seed that makes its model. DP: 15 senders of 155 (the authors' simulator), and the tree
     with 10 as well; CI: every component sends; dp-310 and dp-620: the DP scenario with 310 and
-    620 components on 31 servers, 10% of them sending."""
+    620 components on 31 servers, 10% of them sending; ci-staggered and dp-staggered: CI and DP
+    with the first requests STAGGER apart in the components' order."""
     out: Dict[str, Callable[[int], Model]] = {}
     for scenario, senders in (("ci", None), ("dp", 15)):
         for servers in ((10, 20, 31) if scenario == "ci" else (31,)):  # the paper's DP cluster: C[31,155]
@@ -447,6 +462,22 @@ def configurations() -> Dict[str, Callable[[int], Model]]:
             out[f"{scenario}/T[{levels},{children},5]/authors"] = (
                 lambda seed, lv=levels, ch=children, n=senders: Tree(lv, ch, 5, n, seed))
     out["dp-10/T[3,5,5]/authors"] = lambda seed: Tree(3, 5, 5, 10, seed)
+    # CI with the components' first requests STAGGER apart in their order: the testbed's start
+    # before its agents were signalled in one sweep (docs/REPRODUCTION.md, the start order)
+    st = {"stagger": STAGGER}
+    for servers in (10, 20, 31):
+        for dispatch in ("random", "free"):
+            out[f"ci-staggered/C[{servers},155]/{dispatch}"] = (
+                lambda seed, s=servers, d=dispatch: Cluster(s, 155, None, d, seed, **st))
+    for servers, per in ((5, 31), (31, 5)):
+        out[f"ci-staggered/R[{servers},{per}]/in-order"] = lambda seed, s=servers, k=per: Ring(s, k, None, "in-order",
+                                                                                          seed, **st)
+    for levels, children in ((5, 2), (3, 5)):
+        out[f"ci-staggered/T[{levels},{children},5]/authors"] = lambda seed, lv=levels, ch=children: Tree(
+            lv, ch, 5, None, seed, **st)
+    out["dp-staggered/C[31,155]/random"] = lambda seed: Cluster(31, 155, 15, "random", seed, **st)
+    out["dp-staggered/R[31,5]/in-order"] = lambda seed: Ring(31, 5, 15, "in-order", seed, **st)
+    out["dp-staggered/T[3,5,5]/authors"] = lambda seed: Tree(3, 5, 5, 15, seed, **st)
     # the DP scenario's larger sizes (31 servers; 310 and 620 components, 10% sending)
     for per in (10, 20):
         n, senders = 31 * per, 31 * per // 10

@@ -66,6 +66,27 @@ def test_the_free_dispatch_follows_the_chain_and_the_random_one_shrinks_with_mor
     assert statistics.mean(twenty) > statistics.mean(free)
 
 
+def test_a_staggered_start_puts_the_first_wave_in_node_order_and_shortens_the_gap_at_the_horizon():
+    """Components started one after another (their first requests `stagger` apart, the testbed's
+    start before its agents were signalled in one sweep): the first round's ids go in component
+    order, and the horizon cuts a round whose owners are the first components, the earliest in
+    every forwarding, so the next owner's mean rank and the gap at the horizon fall below the
+    together start's. Started together the first round's order is the think times'."""
+    def run(stagger, seed, horizon=500):
+        model = Cluster(10, 60, None, "free", seed, stagger=stagger).run(horizon)
+        return model, model.measures(horizon)
+
+    def first_wave(model):  # the owners in the order of their first ids
+        return list(dict.fromkeys(model.owner[n] for n in sorted(model.owner)))
+
+    for seed in (1, 2, 3):
+        assert first_wave(run(10.0, seed, 1000)[0]) == list(range(60))
+        assert first_wave(run(0.0, seed)[0]) != list(range(60))
+    pairs = [(run(0.0, s)[1], run(0.3, s)[1]) for s in range(1, 6)]
+    for measure in ("next_owner_rank", "time_gap"):
+        assert statistics.mean(b[measure] for _, b in pairs) < statistics.mean(a[measure] for a, _ in pairs), measure
+
+
 def test_bad_arguments_are_refused_with_exit_2(capsys, tmp_path):
     assert main(["--seeds", "0", "--out", str(tmp_path / "x.json")]) == 2
     assert main(["--horizon", "nan", "--out", str(tmp_path / "x.json")]) == 2
