@@ -3,10 +3,11 @@ experiments/abc/dp.yaml (data providers: T[3,5,5] with 15 and with 10 senders, R
 C[31,155]; 5 seeds), ci.yaml (communication intensive: C[10,155], C[20,155] and C[31,155] under
 both dispatch readings, R[5,31], R[31,5], T[5,2,5], T[3,5,5]; 5 seeds) and dp-scale.yaml (data
 providers at 155, 310 and 620 components, the larger under time dilation; 3 seeds) and
-dp-dilation.yaml (the data-provider ring and tree at time dilation 1, 2 and 4; 3 seeds), 2000 time
-units of 100 ms.
+dp-dilation.yaml (the data-provider ring and tree at time dilation 1, 2 and 4; 3 seeds) and
+ci-dilation.yaml (the communication-intensive C[10,155] and C[31,155] at time dilation 4; 3 seeds),
+2000 time units of 100 ms.
 
-    python benchmarks/abc_paper.py [--set dp|ci|ring-time-unit|dp-scale|dp-dilation|all] [--seeds N|S,S] [--only PATTERN] [--add] [--no-run]
+    python benchmarks/abc_paper.py [--set dp|ci|ring-time-unit|dp-scale|dp-dilation|ci-dilation|all] [--seeds N|S,S] [--only PATTERN] [--add] [--no-run]
 
 Runs `testbed experiment` on each file (resuming what is complete: about 6 minutes a run on 2
 cores, 20 runs for dp, 50 for ci, 27 for dp-scale of 7 to 25 minutes; ring-time-unit, the data-provider ring at 100 and 200 ms a
@@ -26,7 +27,7 @@ from experiment_sets import main  # noqa: E402
 
 FILES = {"dp": "experiments/abc/dp.yaml", "ci": "experiments/abc/ci.yaml",
          "ring-time-unit": "experiments/abc/ring-time-unit.yaml", "dp-scale": "experiments/abc/dp-scale.yaml",
-         "dp-dilation": "experiments/abc/dp-dilation.yaml"}
+         "dp-dilation": "experiments/abc/dp-dilation.yaml", "ci-dilation": "experiments/abc/ci-dilation.yaml"}
 
 if __name__ == "__main__":
     sys.exit(main(__doc__.split("\n\n")[0], FILES, "abc", "abc_paper.json", "dp"))
