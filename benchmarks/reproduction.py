@@ -174,6 +174,8 @@ def _abc_table(name: str, rows: List[Tuple[str, str]], extra: List[Column]) -> s
         ("servers' median rate (per time unit)", lambda r: ours(p.get(r, {}).get("server_rate_median"), "num", n)),
         ("slowest server's rate", lambda r: ours(p.get(r, {}).get("server_rate_min"), "num", n)),
     ]
+    if any(r.get("fidelity") for r in exp["runs"]):  # runs from before the monitor have none
+        columns.append(("runs faithful", _faithful_column(exp["runs"])))
     labels = dict(rows)
     return seeds_line(exp, measures) + "\n\n" + table([r for r, _ in rows], columns, "configuration", labels.get)
 
@@ -201,7 +203,180 @@ def abc_ci() -> str:
     return _abc_table("ci", clusters + [("ring-5", "R[5,31]"), ("ring-31", "R[31,5]"), ("tree-5-2-5", "T[5,2,5]"),
                                         ("tree-3-5-5", "T[3,5,5]")],
                       [("dissemination, ours", lambda r: ours(p.get(r, {}).get("dissemination_time"), "num", n)),
-                       ("wait for an id, ours", lambda r: ours(p.get(r, {}).get("id_wait"), "num", n))])
+                       ("wait for an id, ours", lambda r: ours(p.get(r, {}).get("id_wait"), "num", n)),
+                       ("agents started", _start_cell(load("abc")["ci"]))])
+
+
+def _mean_cell(values: Sequence[float]) -> str:
+    from testbed.experiment import stats
+
+    mean, low, high = stats.mean_interval([v for v in values if v is not None])
+    if mean is None:
+        return "–"
+    return number(mean) if high is None else plus_minus(mean, high - mean)
+
+
+def abc_ci_id_chain() -> str:
+    """The CI clusters' id chain, ours beside the model's (benchmarks/abc_model.py, the same
+    measures): from one id's data send to its handling by the next id's owner (`reach`), that
+    owner's rank among the message's handlers, and what is left of `reach` once the next owner's
+    place in the forwarding is taken out, (1 + (C − 2)·rank) / rate transmissions of the
+    forwarding server (C − 1 receivers; rate λt = 15 in the model, the run's servers' median
+    rate in ours): the wait behind a slot's backlog and the hand-over. Then the dispatch's effect
+    on the gap, random − free, ours and the model's (Welch's interval)."""
+    from testbed.experiment import stats
+
+    exp = load("abc")["ci"]
+    with open(os.path.join(HERE, "results", "abc_model.json")) as fh:
+        model = json.load(fh)["results"]
+    components = 155
+    rows = [(s, reading) for reading in ("random", "free") for s in (10, 20, 31)
+            if f"cluster-{s}{'' if reading == 'random' else '-free'}" in exp["points"]]
+
+    def ours_runs(s: int, reading: str) -> List[Dict[str, Any]]:
+        point = f"cluster-{s}{'' if reading == 'random' else '-free'}"
+        return [r for r in exp["runs"] if r.get("point") == point]
+
+    def model_runs(s: int, reading: str) -> List[Dict[str, Any]]:
+        return (model.get(f"ci/C[{s},155]/{reading}") or {}).get("runs") or []
+
+    def left(r: Dict[str, Any], rate: Optional[float]) -> Optional[float]:
+        if None in (r.get("reach_next_owner"), r.get("next_owner_rank"), rate):
+            return None
+        return r["reach_next_owner"] - (1 + (components - 2) * r["next_owner_rank"]) / rate
+
+    def measure(where: Callable[[int, str], List[Dict[str, Any]]], name: str) -> Callable[[Tuple[int, str]], str]:
+        return lambda row: _mean_cell([r.get(name) for r in where(*row)])
+
+    started = _start_cell(exp)
+    columns: List[Column] = [
+        ("agents started", lambda row: started(f"cluster-{row[0]}{'' if row[1] == 'random' else '-free'}")),
+        ("next owner's rank, model", measure(model_runs, "next_owner_rank")),
+        ("next owner's rank, ours", measure(ours_runs, "next_owner_rank")),
+        ("reach the next owner, model", measure(model_runs, "reach_next_owner")),
+        ("reach the next owner, ours", measure(ours_runs, "reach_next_owner")),
+        ("left beside the place, model", lambda row: _mean_cell([left(r, 15.0) for r in model_runs(*row)])),
+        ("left beside the place, ours",
+         lambda row: _mean_cell([left(r, r.get("server_rate_median")) for r in ours_runs(*row)])),
+        ("time gap, model", measure(model_runs, "time_gap")),
+        ("time gap, ours", measure(ours_runs, "time_gap")),
+    ]
+    out = (seeds_line(exp, ["time_gap"]) + f" The model's: {len(model_runs(10, 'random'))} runs.\n\n"
+           + table(rows, columns, "configuration", lambda row: f"C[{row[0]},155], {READINGS[row[1]]}"))
+    lines = []
+    for s in (10, 20, 31):
+        cells = []
+        for label, where in (("ours", ours_runs), ("model", model_runs)):
+            a = [r["time_gap"] for r in where(s, "free") if r.get("time_gap") is not None]
+            b = [r["time_gap"] for r in where(s, "random") if r.get("time_gap") is not None]
+            if label == "ours" and started(f"cluster-{s}") != started(f"cluster-{s}-free"):
+                cells.append("ours – (the two started differently)")
+                continue
+            d = stats.difference(a, b) if len(a) >= 2 and len(b) >= 2 else None
+            cells.append(f"{label} {number(d[0])} [{number(d[1])}, {number(d[2])}]" if d else f"{label} –")
+        lines.append(f"C[{s},155]: " + ", ".join(cells))
+    return out + "\n\nTime gap, authors' dispatch − free servers (Welch's 95% interval): " + "; ".join(lines) + "."
+
+
+#: runs made from this run id on started their agents in one sweep, in an order drawn from the
+#: seed (commits d88efb1 and 3c267ec); the earlier ones one by one as the testbed found each,
+#: over about 3.3 s in node order
+SWEEP_FROM_RUN_ID = "20261202-142300"
+
+
+def _one_sweep(run: Dict[str, Any]) -> bool:
+    return str(run.get("run_id") or "")[:15] >= SWEEP_FROM_RUN_ID
+
+
+def _start_cell(exp: Dict[str, Any]) -> Callable[[str], str]:
+    def cell(point: str) -> str:
+        runs = [r for r in exp["runs"] if r.get("point") == point]
+        swept = sum(_one_sweep(r) for r in runs)
+        return "–" if not runs else "one sweep" if swept == len(runs) else "one by one" if not swept else \
+            f"{swept} of {len(runs)} in one sweep"
+    return cell
+
+
+#: ci.yaml's points and the model's keys (CI, the testbed's readings where they differ)
+CI_MODEL_KEYS = ([(f"cluster-{s}{suffix}", f"C[{s},155]/{reading}")
+                  for suffix, reading in (("", "random"), ("-free", "free")) for s in (10, 20, 31)]
+                 + [("ring-5", "R[5,31]/in-order"), ("ring-31", "R[31,5]/in-order"),
+                    ("tree-5-2-5", "T[5,2,5]/authors"), ("tree-3-5-5", "T[3,5,5]/authors")])
+
+
+def abc_start_order() -> str:
+    """The CI configurations' gap and next owner's rank: the model with every component starting
+    together (the authors') and with the first requests 0.2 time units apart in node order (the
+    testbed's start before d88efb1, abc_model.STAGGER), beside ours started one by one (the
+    ci-staggered set) and in one sweep (ci.yaml's runs from SWEEP_FROM_RUN_ID on)."""
+    abc = load("abc")
+    before, now = abc.get("ci-staggered") or {"runs": []}, abc["ci"]
+    with open(os.path.join(HERE, "results", "abc_model.json")) as fh:
+        model = json.load(fh)["results"]
+
+    def model_cell(scenario: str, key: str, measure: str) -> str:
+        return _model_cell((model.get(f"{scenario}/{key}") or {}).get(measure))
+
+    def ours_cell(exp: Dict[str, Any], point: str, measure: str, swept: bool) -> str:
+        return _mean_cell([r.get(measure) for r in exp["runs"]
+                           if r.get("point") == point and _one_sweep(r) == swept])
+
+    rows = [(p, k) for p, k in CI_MODEL_KEYS]
+    columns: List[Column] = []
+    for measure, name in (("time_gap", "gap"), ("next_owner_rank", "next owner's rank")):
+        columns += [
+            (f"{name}, model, together", lambda r, m=measure: model_cell("ci", r[1], m)),
+            (f"{name}, model, staggered", lambda r, m=measure: model_cell("ci-staggered", r[1], m)),
+            (f"{name}, ours, one by one", lambda r, m=measure: ours_cell(before, r[0], m, False)),
+            (f"{name}, ours, one sweep", lambda r, m=measure: ours_cell(now, r[0], m, True)),
+        ]
+    readings = {"random": "authors' dispatch", "free": "free servers"}
+
+    def label(row: Tuple[str, str]) -> str:
+        infra, reading = row[1].split("/")
+        return f"{infra}, {readings[reading]}" if reading in readings else infra
+    return ("Ours: the mean over each point's runs ± the half-width of its 95% interval (3 seeds where both "
+            "exist; – where none were made that way, or where the runs predate the id-chain measures); "
+            "the model's: 10 runs.\n\n" + table(rows, columns, "configuration", label))
+
+
+def abc_ci_bends() -> str:
+    """Each cluster's mean delivery-time curve (the mean over its runs, benchmarks/results'
+    over_time): its mean slope over t = 100-1000 (the first round of ids, whose messages waited
+    from nothing to a whole round) and over t = 1500-2000, and its steepest 50-time-unit rise
+    after t = 500 (a bend upward, where there is one)."""
+    exp = load("abc")["ci"]
+    curves = (exp.get("over_time") or {}).get("delivery_time") or {}
+    started = _start_cell(exp)
+
+    def slope(c: List[Tuple[float, float]], a: float, b: float) -> Optional[float]:
+        inside = [(t, v) for t, v in c if a <= t <= b]
+        return (inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0]) if len(inside) >= 2 else None
+
+    rows = [p for p, _ in CI_MODEL_KEYS if p in curves and p.startswith("cluster-")]
+
+    def curve(point: str) -> List[Tuple[float, float]]:
+        return [(t, v) for t, v in curves[point] if v is not None]
+
+    def steepest(point: str) -> str:
+        c = curve(point)
+        steps = [((c[i][1] - c[i - 1][1]) / (c[i][0] - c[i - 1][0]), c[i - 1][0], c[i][0])
+                 for i in range(1, len(c)) if c[i - 1][0] >= 500 and c[i][0] > c[i - 1][0]]
+        if not steps:
+            return "–"
+        rise, a, b = max(steps)
+        return f"{rise:.2f} (t = {a:g}–{b:g})"
+
+    def cell(a: float, b: float) -> Callable[[str], str]:
+        return lambda point: (lambda v: "–" if v is None else f"{v:.2f}")(slope(curve(point), a, b))
+
+    columns: List[Column] = [("agents started", started), ("slope, t = 100–1000", cell(100, 1000)),
+                             ("slope, t = 1500–2000", cell(1500, 2000)),
+                             ("steepest rise after t = 500", steepest)]
+    labels = {f"cluster-{s}{x}": f"C[{s},155], {READINGS['random' if not x else 'free']}"
+              for s in (10, 20, 31) for x in ("", "-free")}
+    return ("Slopes of the mean delivery-time curve, time units of delivery time per time unit.\n\n"
+            + table(rows, columns, "configuration", labels.get))
 
 
 def abc_ring_time_unit() -> str:
@@ -293,7 +468,11 @@ def abc_model() -> str:
         where = _emulated_point(part(key, 0), part(key, 1), part(key, 2))
         if where is None:
             return "–"
-        return ours(((abc.get(where[0]) or {}).get("points", {}).get(where[1]) or {}).get(measure))
+        text = ours(((abc.get(where[0]) or {}).get("points", {}).get(where[1]) or {}).get(measure))
+        runs = [r for r in (abc.get(where[0]) or {}).get("runs", []) if r.get("point") == where[1]]
+        if where[0] == "ci" and text != "–" and not all(_one_sweep(r) for r in runs):
+            text += " (one by one)"  # the CI runs whose agents started one by one, before d88efb1
+        return text
 
     columns: List[Column] = [
         ("reading", lambda k: READINGS.get(part(k, 2), part(k, 2))),
@@ -308,7 +487,8 @@ def abc_model() -> str:
     label = {"ci": "CI", "dp": "DP, 15 senders", "dp-10": "DP, 10 senders", "dp-310": "DP, 31 of 310 sending",
              "dp-620": "DP, 62 of 620 sending"}
     return (f"The model's values: mean over {seeds} runs ± the half-width of the 95% interval, at t = {h:g} "
-            "time units; ours as in the tables above, where our runs had the same reading (– where none did).\n\n"
+            "time units; ours as in the tables above, where our runs had the same reading (– where none did), "
+            "\"one by one\" where our CI runs started their agents one by one (before commit d88efb1).\n\n"
             + table(keys, columns, "configuration", lambda k: f"{label[part(k, 0)]} {part(k, 1)}"))
 
 
@@ -602,6 +782,13 @@ DILATION_COLUMNS = {
                  ("loop_lag_ms", "loop lag p99 (ms)", "num"), ("delivery_time", "delivery time (paper ~120)", "num"),
                  ("time_gap", "time gap (paper ~1.1)", "num")],
 }
+#: experiments/abc/ci-dilation.yaml: the CI clusters C[10,155] and C[31,155] (authors' dispatch) at k = 4
+ABC_CI_DILATION_COLUMNS = [
+    ("server_rate", "servers' pooled rate (λt = 15)", "num"), ("server_rate_min", "slowest server", "num"),
+    ("shortfall", "transmitters' shortfall beyond chance", "pct"),
+    ("late_share", "wake-ups late by a tenth of their period", "pct"), ("loop_lag_ms", "loop lag p99 (ms)", "num"),
+    ("delivery_time", "delivery time (paper ~800)", "num"), ("time_gap", "time gap (paper 6 / 5.5)", "num"),
+    ("next_owner_rank", "next owner's rank", "num"), ("reach_next_owner", "reach the next owner", "num")]
 
 
 def _ours_column(points: Dict[str, Any], measure: str, style: str, seeds: int) -> Callable[[str], str]:
@@ -685,6 +872,11 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "abc/ring-time-unit/verdicts": _verdicts_of("abc", "ring-time-unit"),
     "abc/ci": abc_ci,
     "abc/ci/verdicts": _verdicts_of("abc", "ci"),
+    "abc/ci/id-chain": abc_ci_id_chain,
+    "abc/ci/start-order": abc_start_order,
+    "abc/ci/bends": abc_ci_bends,
+    "abc/ci-dilation": points_table("abc", "ci-dilation", ABC_CI_DILATION_COLUMNS),
+    "abc/ci-dilation/verdicts": _verdicts_of("abc", "ci-dilation"),
     "abc/model": abc_model,
     "deeco/manet-p": lambda: _deeco_p_table("manet-p", [0, 0.5, 0.9, 1.0]),
     "deeco/manet-p/age": lambda: _deeco_age_table("manet-p", [("simple.P=0.9", "simple, P = 0.9"),
