@@ -18,7 +18,6 @@ import ipaddress
 import itertools
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -388,14 +387,10 @@ class Lab:
                 pids[node] = pid
         return pids
 
-    def signal_agents(self, signum: int, shuffle: Optional[random.Random] = None) -> List[str]:
-        """Send a signal to every running agent, all in one sweep (in an order drawn from `shuffle`
-        when given); returns the nodes signalled."""
+    def signal_agents(self, signum: int) -> List[str]:
+        """Send a signal to every running agent, all in one sweep; returns the nodes signalled."""
         signalled = []
-        pids = list(self.agent_pids().items())
-        if shuffle is not None:
-            shuffle.shuffle(pids)
-        for node, pid in pids:
+        for node, pid in self.agent_pids().items():
             try:
                 os.kill(pid, signum)
                 signalled.append(node)
@@ -436,14 +431,11 @@ class Lab:
 
     def start_workload(self, t0_ns: Optional[int] = None) -> None:
         """Tell every agent held at start (hold_workload) to begin, all at once; the media's
-        clock (mobility) starts with them. On two cores 165 agents still wake over about 130 ms
-        in the order they are signalled, so the order is drawn from the lab's seed: a first wave
-        that followed the topology would carry its order through a whole run (an AbC cluster's
-        ids, docs/REPRODUCTION.md, "The start order")."""
+        clock (mobility) starts with them."""
         self.workload_started = True
         for medium in self.media.values():
             medium.begin(t0_ns if t0_ns is not None else time.time_ns())
-        self.signal_agents(signal.SIGUSR2, shuffle=random.Random(f"start order {self.seed}"))
+        self.signal_agents(signal.SIGUSR2)
 
     def start_agent(self, node: str) -> None:
         """A fresh agent process for the node (its network and container stay as they are); its
