@@ -374,28 +374,17 @@ class Lab:
                 time.sleep(0.05)
         return {**failed, **{node: f"did not start within {timeout_s:g} s" for node in waiting}}
 
-    def agent_pids(self, nodes: Optional[Iterable[str]] = None) -> Dict[str, int]:
-        """The running agents' machine-side pids, by node. Finding a container's agent asks the
-        Docker engine (tens of milliseconds each on a loaded machine), so whoever signals many
-        agents "at once" looks them all up first, then signals them in one sweep: signalled
-        while they are looked up, 165 agents started over 3.3 s in node order (a run's
-        `workload started` events), and the first wave of a workload followed the topology."""
-        pids = {}
-        for node in nodes if nodes is not None else list(self.topo.nodes):
+    def signal_agents(self, signum: int) -> List[str]:
+        """Send a signal to every running agent; returns the nodes signalled."""
+        signalled = []
+        for node in self.topo.nodes:
             pid = self.agent_pid(node)
             if pid:
-                pids[node] = pid
-        return pids
-
-    def signal_agents(self, signum: int) -> List[str]:
-        """Send a signal to every running agent, all in one sweep; returns the nodes signalled."""
-        signalled = []
-        for node, pid in self.agent_pids().items():
-            try:
-                os.kill(pid, signum)
-                signalled.append(node)
-            except ProcessLookupError:
-                pass
+                try:
+                    os.kill(pid, signum)
+                    signalled.append(node)
+                except ProcessLookupError:
+                    pass
         return signalled
 
     def stop_agents(self, nodes: Optional[Iterable[str]] = None, timeout_s: float = 3.0) -> Dict[str, bool]:
@@ -403,12 +392,15 @@ class Lab:
         exited in time (the others are killed)."""
         if nodes is None:
             self._all_agents_stopped = True
-        pids = self.agent_pids(nodes)
-        for pid in pids.values():
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        pids = {}
+        for node in nodes if nodes is not None else list(self.topo.nodes):
+            pid = self.agent_pid(node)
+            if pid:
+                pids[node] = pid
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
         deadline = time.monotonic() + timeout_s
         exited = {}
         for node, pid in pids.items():
