@@ -278,14 +278,17 @@ def abc_ci_id_chain() -> str:
     return out + "\n\nTime gap, authors' dispatch − free servers (Welch's 95% interval): " + "; ".join(lines) + "."
 
 
-#: runs made from this run id on started their agents in one sweep, in an order drawn from the
-#: seed (commits d88efb1 and 3c267ec); the earlier ones one by one as the testbed found each,
-#: over about 3.3 s in node order
+#: the CI runs made from this run id to 2026-12-02 16:00 started their agents in one sweep, in an
+#: order drawn from the seed (commits d88efb1 and 3c267ec, reverted since in e3a450d); the others
+#: one by one as the testbed finds each, over about 3.3 s in node order
 SWEEP_FROM_RUN_ID = "20261202-142300"
 
 
+SWEEP_UNTIL_RUN_ID = "20261202-160000"
+
+
 def _one_sweep(run: Dict[str, Any]) -> bool:
-    return str(run.get("run_id") or "")[:15] >= SWEEP_FROM_RUN_ID
+    return SWEEP_FROM_RUN_ID <= str(run.get("run_id") or "")[:15] < SWEEP_UNTIL_RUN_ID
 
 
 def _start_cell(exp: Dict[str, Any]) -> Callable[[str], str]:
@@ -307,7 +310,7 @@ CI_MODEL_KEYS = ([(f"cluster-{s}{suffix}", f"C[{s},155]/{reading}")
 def abc_start_order() -> str:
     """The CI configurations' gap and next owner's rank: the model with every component starting
     together (the authors') and with the first requests 0.2 time units apart in node order (the
-    testbed's start before d88efb1, abc_model.STAGGER), beside ours started one by one (the
+    testbed's start, abc_model.STAGGER), beside ours started one by one (the
     ci-staggered set) and in one sweep (ci.yaml's runs from SWEEP_FROM_RUN_ID on)."""
     abc = load("abc")
     before, now = abc.get("ci-staggered") or {"runs": []}, abc["ci"]
@@ -471,7 +474,7 @@ def abc_model() -> str:
         text = ours(((abc.get(where[0]) or {}).get("points", {}).get(where[1]) or {}).get(measure))
         runs = [r for r in (abc.get(where[0]) or {}).get("runs", []) if r.get("point") == where[1]]
         if where[0] == "ci" and text != "–" and not all(_one_sweep(r) for r in runs):
-            text += " (one by one)"  # the CI runs whose agents started one by one, before d88efb1
+            text += " (one by one)"  # the CI runs whose agents started one by one (the testbed's start)
         return text
 
     columns: List[Column] = [
@@ -488,7 +491,7 @@ def abc_model() -> str:
              "dp-620": "DP, 62 of 620 sending"}
     return (f"The model's values: mean over {seeds} runs ± the half-width of the 95% interval, at t = {h:g} "
             "time units; ours as in the tables above, where our runs had the same reading (– where none did), "
-            "\"one by one\" where our CI runs started their agents one by one (before commit d88efb1).\n\n"
+            "\"one by one\" where our CI runs started their agents one by one (the others in one sweep).\n\n"
             + table(keys, columns, "configuration", lambda k: f"{label[part(k, 0)]} {part(k, 1)}"))
 
 
