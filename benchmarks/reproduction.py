@@ -190,8 +190,9 @@ def abc_dp() -> str:
 
 
 def abc_ci() -> str:
-    p = load("abc")["ci"]["points"]
-    n = majority_seeds(load("abc")["ci"], ["delivery_time"])
+    exp = load("abc")["ci"]
+    p = exp["points"]
+    n = majority_seeds(exp, ["delivery_time"])
     # experiments/abc/ci.yaml runs C[10|20|31,155] under both dispatches (cluster-S and cluster-S-free);
     # its runs of before had C[10] and C[31] under the free one only, named cluster-S
     if "cluster-10-free" in p:
@@ -204,16 +205,22 @@ def abc_ci() -> str:
                                         ("tree-3-5-5", "T[3,5,5]")],
                       [("dissemination, ours", lambda r: ours(p.get(r, {}).get("dissemination_time"), "num", n)),
                        ("wait for an id, ours", lambda r: ours(p.get(r, {}).get("id_wait"), "num", n)),
-                       ("agents started", _start_cell(load("abc")["ci"]))])
+                       ("agents started", _start_cell(exp))])
 
 
-def _mean_cell(values: Sequence[float]) -> str:
+def values_cell(values: Sequence[Optional[float]], style: str = "num", seeds: Optional[int] = None) -> str:
+    """The mean of the values given (None left out) ± the half-width of its 95% interval, as
+    `ours` shows a point's summary."""
     from testbed.experiment import stats
 
-    mean, low, high = stats.mean_interval([v for v in values if v is not None])
-    if mean is None:
-        return "–"
-    return number(mean) if high is None else plus_minus(mean, high - mean)
+    present = [v for v in values if v is not None]
+    mean, _, high = stats.mean_interval(present)
+    return ours(None if mean is None else {"mean": mean, "n": len(present), "ci95_high": high}, style, seeds)
+
+
+def _cluster_point(servers: int, reading: str) -> str:
+    """ci.yaml's point of C[servers,155] under a dispatch reading (random or free)."""
+    return f"cluster-{servers}{'' if reading == 'random' else '-free'}"
 
 
 def abc_ci_id_chain() -> str:
@@ -231,11 +238,10 @@ def abc_ci_id_chain() -> str:
         model = json.load(fh)["results"]
     components = 155
     rows = [(s, reading) for reading in ("random", "free") for s in (10, 20, 31)
-            if f"cluster-{s}{'' if reading == 'random' else '-free'}" in exp["points"]]
+            if _cluster_point(s, reading) in exp["points"]]
 
     def ours_runs(s: int, reading: str) -> List[Dict[str, Any]]:
-        point = f"cluster-{s}{'' if reading == 'random' else '-free'}"
-        return [r for r in exp["runs"] if r.get("point") == point]
+        return [r for r in exp["runs"] if r.get("point") == _cluster_point(s, reading)]
 
     def model_runs(s: int, reading: str) -> List[Dict[str, Any]]:
         return (model.get(f"ci/C[{s},155]/{reading}") or {}).get("runs") or []
@@ -246,18 +252,18 @@ def abc_ci_id_chain() -> str:
         return r["reach_next_owner"] - (1 + (components - 2) * r["next_owner_rank"]) / rate
 
     def measure(where: Callable[[int, str], List[Dict[str, Any]]], name: str) -> Callable[[Tuple[int, str]], str]:
-        return lambda row: _mean_cell([r.get(name) for r in where(*row)])
+        return lambda row: values_cell([r.get(name) for r in where(*row)])
 
     started = _start_cell(exp)
     columns: List[Column] = [
-        ("agents started", lambda row: started(f"cluster-{row[0]}{'' if row[1] == 'random' else '-free'}")),
+        ("agents started", lambda row: started(_cluster_point(*row))),
         ("next owner's rank, model", measure(model_runs, "next_owner_rank")),
         ("next owner's rank, ours", measure(ours_runs, "next_owner_rank")),
         ("reach the next owner, model", measure(model_runs, "reach_next_owner")),
         ("reach the next owner, ours", measure(ours_runs, "reach_next_owner")),
-        ("left beside the place, model", lambda row: _mean_cell([left(r, 15.0) for r in model_runs(*row)])),
+        ("left beside the place, model", lambda row: values_cell([left(r, 15.0) for r in model_runs(*row)])),
         ("left beside the place, ours",
-         lambda row: _mean_cell([left(r, r.get("server_rate_median")) for r in ours_runs(*row)])),
+         lambda row: values_cell([left(r, r.get("server_rate_median")) for r in ours_runs(*row)])),
         ("time gap, model", measure(model_runs, "time_gap")),
         ("time gap, ours", measure(ours_runs, "time_gap")),
     ]
@@ -267,28 +273,25 @@ def abc_ci_id_chain() -> str:
     for s in (10, 20, 31):
         cells = []
         for label, where in (("ours", ours_runs), ("model", model_runs)):
-            a = [r["time_gap"] for r in where(s, "free") if r.get("time_gap") is not None]
-            b = [r["time_gap"] for r in where(s, "random") if r.get("time_gap") is not None]
-            if label == "ours" and started(f"cluster-{s}") != started(f"cluster-{s}-free"):
+            if label == "ours" and started(_cluster_point(s, "random")) != started(_cluster_point(s, "free")):
                 cells.append("ours – (the two started differently)")
                 continue
+            a = [r["time_gap"] for r in where(s, "free") if r.get("time_gap") is not None]
+            b = [r["time_gap"] for r in where(s, "random") if r.get("time_gap") is not None]
             d = stats.difference(a, b) if len(a) >= 2 and len(b) >= 2 else None
             cells.append(f"{label} {number(d[0])} [{number(d[1])}, {number(d[2])}]" if d else f"{label} –")
         lines.append(f"C[{s},155]: " + ", ".join(cells))
     return out + "\n\nTime gap, authors' dispatch − free servers (Welch's 95% interval): " + "; ".join(lines) + "."
 
 
-#: the CI runs made from this run id to 2026-12-02 16:00 started their agents in one sweep, in an
-#: order drawn from the seed (commits d88efb1 and 3c267ec, reverted since in e3a450d); the others
-#: one by one as the testbed finds each, over about 3.3 s in node order
-SWEEP_FROM_RUN_ID = "20261202-142300"
-
-
-SWEEP_UNTIL_RUN_ID = "20261202-160000"
+#: the code digest (a run's `code`, testbed.provenance) of the runs whose agents started in one
+#: sweep, in an order drawn from the seed (commits d88efb1 and 3c267ec, reverted since in
+#: e3a450d); every other run started them one by one as the testbed finds each, in node order
+SWEPT_CODE = "82c0256d8844bf79"
 
 
 def _one_sweep(run: Dict[str, Any]) -> bool:
-    return SWEEP_FROM_RUN_ID <= str(run.get("run_id") or "")[:15] < SWEEP_UNTIL_RUN_ID
+    return run.get("code") == SWEPT_CODE
 
 
 def _start_cell(exp: Dict[str, Any]) -> Callable[[str], str]:
@@ -301,8 +304,8 @@ def _start_cell(exp: Dict[str, Any]) -> Callable[[str], str]:
 
 
 #: ci.yaml's points and the model's keys (CI, the testbed's readings where they differ)
-CI_MODEL_KEYS = ([(f"cluster-{s}{suffix}", f"C[{s},155]/{reading}")
-                  for suffix, reading in (("", "random"), ("-free", "free")) for s in (10, 20, 31)]
+CI_MODEL_KEYS = ([(_cluster_point(s, reading), f"C[{s},155]/{reading}")
+                  for reading in ("random", "free") for s in (10, 20, 31)]
                  + [("ring-5", "R[5,31]/in-order"), ("ring-31", "R[31,5]/in-order"),
                     ("tree-5-2-5", "T[5,2,5]/authors"), ("tree-3-5-5", "T[3,5,5]/authors")])
 
@@ -311,7 +314,7 @@ def abc_start_order() -> str:
     """The CI configurations' gap and next owner's rank: the model with every component starting
     together (the authors') and with the first requests 0.2 time units apart in node order (the
     testbed's start, abc_model.STAGGER), beside ours started one by one (the
-    ci-staggered set) and in one sweep (ci.yaml's runs from SWEEP_FROM_RUN_ID on)."""
+    ci-staggered set) and in one sweep (ci.yaml's runs made by SWEPT_CODE)."""
     abc = load("abc")
     before, now = abc.get("ci-staggered") or {"runs": []}, abc["ci"]
     with open(os.path.join(HERE, "results", "abc_model.json")) as fh:
@@ -321,10 +324,10 @@ def abc_start_order() -> str:
         return _model_cell((model.get(f"{scenario}/{key}") or {}).get(measure))
 
     def ours_cell(exp: Dict[str, Any], point: str, measure: str, swept: bool) -> str:
-        return _mean_cell([r.get(measure) for r in exp["runs"]
+        return values_cell([r.get(measure) for r in exp["runs"]
                            if r.get("point") == point and _one_sweep(r) == swept])
 
-    rows = [(p, k) for p, k in CI_MODEL_KEYS]
+    rows = list(CI_MODEL_KEYS)
     columns: List[Column] = []
     for measure, name in (("time_gap", "gap"), ("next_owner_rank", "next owner's rank")):
         columns += [
@@ -333,11 +336,9 @@ def abc_start_order() -> str:
             (f"{name}, ours, one by one", lambda r, m=measure: ours_cell(before, r[0], m, False)),
             (f"{name}, ours, one sweep", lambda r, m=measure: ours_cell(now, r[0], m, True)),
         ]
-    readings = {"random": "authors' dispatch", "free": "free servers"}
-
     def label(row: Tuple[str, str]) -> str:
         infra, reading = row[1].split("/")
-        return f"{infra}, {readings[reading]}" if reading in readings else infra
+        return f"{infra}, {READINGS[reading]}" if reading in ("random", "free") else infra
     return ("Ours: the mean over each point's runs ± the half-width of its 95% interval (3 seeds where both "
             "exist; – where none were made that way, or where the runs predate the id-chain measures); "
             "the model's: 10 runs.\n\n" + table(rows, columns, "configuration", label))
@@ -376,8 +377,8 @@ def abc_ci_bends() -> str:
     columns: List[Column] = [("agents started", started), ("slope, t = 100–1000", cell(100, 1000)),
                              ("slope, t = 1500–2000", cell(1500, 2000)),
                              ("steepest rise after t = 500", steepest)]
-    labels = {f"cluster-{s}{x}": f"C[{s},155], {READINGS['random' if not x else 'free']}"
-              for s in (10, 20, 31) for x in ("", "-free")}
+    labels = {_cluster_point(s, reading): f"C[{s},155], {READINGS[reading]}"
+              for s in (10, 20, 31) for reading in ("random", "free")}
     return ("Slopes of the mean delivery-time curve, time units of delivery time per time unit.\n\n"
             + table(rows, columns, "configuration", labels.get))
 
@@ -697,8 +698,6 @@ def deeco_sumo_age(which: str) -> str:
 def deeco_sumo_age_ways() -> str:
     """benchmarks/deeco_ages.py's split of the sumo-age runs' deliveries by the way they came
     (from the publisher, a pushed rebroadcast, a pulled one): per point, means over its runs."""
-    from testbed.experiment import stats
-
     with open(os.path.join(HERE, "results", "deeco_ages.json")) as fh:
         runs = json.load(fh)["runs"]
     by_point: Dict[str, List[Dict[str, Any]]] = {}
@@ -707,10 +706,7 @@ def deeco_sumo_age_ways() -> str:
     counts = sorted({len(v) for v in by_point.values()})
 
     def cell(point: str, get: Callable[[Dict[str, Any]], Optional[float]], style: str = "num") -> str:
-        values = [v for v in (get(r) for r in by_point.get(point, [])) if v is not None]
-        mean, _, high = stats.mean_interval(values)
-        summary = None if mean is None else {"mean": mean, "n": len(values), "ci95_high": high}
-        return ours(summary, style, max(counts))
+        return values_cell([get(r) for r in by_point.get(point, [])], style, max(counts))
 
     columns: List[Column] = [
         ("deliveries", lambda r: cell(r, lambda x: x["deliveries"])),
@@ -785,13 +781,6 @@ DILATION_COLUMNS = {
                  ("loop_lag_ms", "loop lag p99 (ms)", "num"), ("delivery_time", "delivery time (paper ~120)", "num"),
                  ("time_gap", "time gap (paper ~1.1)", "num")],
 }
-#: experiments/abc/ci-dilation.yaml: the CI clusters C[10,155] and C[31,155] (authors' dispatch) at k = 4
-ABC_CI_DILATION_COLUMNS = [
-    ("server_rate", "servers' pooled rate (λt = 15)", "num"), ("server_rate_min", "slowest server", "num"),
-    ("shortfall", "transmitters' shortfall beyond chance", "pct"),
-    ("late_share", "wake-ups late by a tenth of their period", "pct"), ("loop_lag_ms", "loop lag p99 (ms)", "num"),
-    ("delivery_time", "delivery time (paper ~800)", "num"), ("time_gap", "time gap (paper 6 / 5.5)", "num"),
-    ("next_owner_rank", "next owner's rank", "num"), ("reach_next_owner", "reach the next owner", "num")]
 
 
 def _ours_column(points: Dict[str, Any], measure: str, style: str, seeds: int) -> Callable[[str], str]:
@@ -878,8 +867,6 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "abc/ci/id-chain": abc_ci_id_chain,
     "abc/ci/start-order": abc_start_order,
     "abc/ci/bends": abc_ci_bends,
-    "abc/ci-dilation": points_table("abc", "ci-dilation", ABC_CI_DILATION_COLUMNS),
-    "abc/ci-dilation/verdicts": _verdicts_of("abc", "ci-dilation"),
     "abc/model": abc_model,
     "deeco/manet-p": lambda: _deeco_p_table("manet-p", [0, 0.5, 0.9, 1.0]),
     "deeco/manet-p/age": lambda: _deeco_age_table("manet-p", [("simple.P=0.9", "simple, P = 0.9"),
