@@ -327,10 +327,12 @@ class CausalMember(Role):
         self.round_no = 0
         self.creating = True
         self._starts: Dict[str, float] = {}   # each loop's schedule origin (the agent clock's time)
-        # the first gossip round comes at a phase of the member's own, drawn from its seed (I15 of
-        # docs/CAUSAL-READING.md): workloads start in node order a few ms apart, and rounds in that
-        # order let an event of an early member cross every later one within one round
-        self._first = {"gossip_round": self.gossip_s * (1.0 - rng.random())}
+        # the first gossip round and the first cluster-management round come at phases of the
+        # member's own, drawn from its seed (I15 and I17 of docs/CAUSAL-READING.md), as on hosts of
+        # their own: rounds that follow the testbed's start follow whatever order and spacing it
+        # signals the agents in (one by one in node order, or all within a millisecond)
+        self._first = {"gossip_round": self.gossip_s * (1.0 - rng.random()),
+                       "cluster_round": self.round_s * (1.0 - rng.random())}
         # Figure 5's "gossip only": the same PrCast receive order delivered at once, each event
         # unless a causally later one of its index was delivered already (optimistic order)
         self.gossip_only_T = [0] * self.n
@@ -451,8 +453,8 @@ class CausalMember(Role):
         return loops
 
     async def _every(self, period: float, action) -> None:
-        """`action` every `period` from the workload's start (gossip rounds from a phase of their
-        own within the first period, cluster rounds from one period); restarted after the workload ends, it
+        """`action` every `period` from the workload's start, the first at a phase of the member's
+        own within the first period; restarted after the workload ends, it
         keeps its phase (a cluster round that slipped would miss its neighbours' ALIVEs). A round
         that fell behind skips the rounds it missed; one failed round is logged and the schedule
         goes on."""
