@@ -44,7 +44,8 @@ be compared measure by measure.
 
 The start: every component makes its first request at λs from t = 0, as the authors' simulator
 starts them. `ci-staggered` (and `dp-staggered`) run CI (DP) with component c's first request
-c · 0.2 time units later (STAGGER), the way the testbed starts its agents (one by one).
+c · 0.2 time units later (STAGGER), the way the testbed started its agents before it signalled
+them in one sweep.
 
 Writes benchmarks/results/abc_model.json: per configuration (SCENARIO/INFRASTRUCTURE/READING) the
 per-seed values and the mean with its 95% interval (Student's t). With --only, the other
@@ -431,9 +432,9 @@ def interval(values: List[float]) -> Dict[str, Optional[float]]:
     return {"n": len(xs), "mean": m, "ci95": [m - h, m + h]}
 
 
-#: the testbed's start, in time units of 100 ms: it signals the agents one by one as it finds
-#: each (a Docker engine query, about 20 ms under load), so 165 agents started over 3.3 s in node
-#: order (a C[10,155] run's `workload started` events: 19.9 ms a node)
+#: the testbed's start before commit d88efb1, in time units of 100 ms: it signalled the agents one
+#: by one as it found each (a Docker engine query, about 20 ms under load), so 165 agents started
+#: over 3.3 s in node order (a C[10,155] run's `workload started` events: 19.9 ms a node)
 STAGGER = 0.2
 
 

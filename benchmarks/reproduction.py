@@ -284,14 +284,17 @@ def abc_ci_id_chain() -> str:
     return out + "\n\nTime gap, authors' dispatch − free servers (Welch's 95% interval): " + "; ".join(lines) + "."
 
 
-#: the code digest (a run's `code`, testbed.provenance) of the runs whose agents started in one
-#: sweep, in an order drawn from the seed (commits d88efb1 and 3c267ec, reverted since in
-#: e3a450d); every other run started them one by one as the testbed finds each, in node order
-SWEPT_CODE = "82c0256d8844bf79"
+#: the code digests (a run's `code`, testbed.provenance; None: made before runs recorded it) of
+#: the AbC runs whose agents started one by one as the testbed found each, in node order: every
+#: run made before commit d88efb1. Later code signals them in one sweep in an order drawn from the
+#: seed (d88efb1 and 3c267ec; reverted in e3a450d with no AbC run made meanwhile, and back since
+#: the causal roles draw their cluster rounds' phases, docs/CAUSAL-READING.md I17); a run's
+#: results say how its agents started (fidelity.start: spread and order against the nodes)
+STARTED_ONE_BY_ONE = frozenset({None, "b096b00c684d1e2a"})
 
 
 def _one_sweep(run: Dict[str, Any]) -> bool:
-    return run.get("code") == SWEPT_CODE
+    return run.get("code") not in STARTED_ONE_BY_ONE
 
 
 def _start_cell(exp: Dict[str, Any]) -> Callable[[str], str]:
@@ -314,7 +317,7 @@ def abc_start_order() -> str:
     """The CI configurations' gap and next owner's rank: the model with every component starting
     together (the authors') and with the first requests 0.2 time units apart in node order (the
     testbed's start, abc_model.STAGGER), beside ours started one by one (the
-    ci-staggered set) and in one sweep (ci.yaml's runs made by SWEPT_CODE)."""
+    ci-staggered set) and in one sweep (ci.yaml's runs made after STARTED_ONE_BY_ONE)."""
     abc = load("abc")
     before, now = abc.get("ci-staggered") or {"runs": []}, abc["ci"]
     with open(os.path.join(HERE, "results", "abc_model.json")) as fh:

@@ -68,7 +68,7 @@ def test_the_free_dispatch_follows_the_chain_and_the_random_one_shrinks_with_mor
 
 def test_a_staggered_start_puts_the_first_wave_in_node_order_and_shortens_the_gap_at_the_horizon():
     """Components started one after another (their first requests `stagger` apart, the testbed's
-    start, one by one in node order): the first round's ids go in component
+    start before its agents were signalled in one sweep): the first round's ids go in component
     order, and the horizon cuts a round whose owners are the first components, the earliest in
     every forwarding, so the next owner's mean rank and the gap at the horizon fall below the
     together start's. Started together the first round's order is the think times'."""
