@@ -43,6 +43,8 @@ from testbed.monitor import AFTER_DOWN_NS, MEANING, SATURATED
 from testbed.monitor import THRESHOLDS as DEFAULTS
 
 VERDICTS = ("faithful", "degraded", "unfaithful")
+#: the agents' state events the section reads (start)
+STATES = ("workload started",)
 
 
 def thresholds(manifest: dict) -> Dict[str, Tuple[Optional[float], Optional[float]]]:
@@ -74,12 +76,43 @@ def read_host(read_text, uri: str, virtual=lambda t: t) -> Optional[List[dict]]:
     return lines
 
 
+def start(manifest: dict, states) -> Optional[Dict[str, Any]]:
+    """How the agents that began with the workload began it, from their first `workload started`
+    events (a pandas frame of `state` events, possibly empty; nodes the timeline held at the
+    start are left out): how many, the spread from the first to the last in virtual ms, and
+    Kendall's tau of their order against the topology's node order (1.0: one by one in node
+    order). Told, not judged: a start that follows the topology can carry its order through a
+    run (docs/REPRODUCTION.md, AbC, "The start order"). None when no agent logged one."""
+    if states is None or len(states) == 0 or "state" not in states:
+        return None
+    rows = states[states["state"] == "workload started"]
+    held = {node for node, spans in held_intervals(manifest).items()
+            if any(begin <= int(manifest.get("t0_ns") or 0) for begin, _ in spans)}
+    first: Dict[str, int] = {}
+    for node, t in zip(rows["node"], rows["t"]):
+        if node not in held and (node not in first or int(t) < first[node]):
+            first[node] = int(t)
+    if not first:
+        return None
+    place = {n: i for i, n in enumerate((manifest.get("topology") or {}).get("nodes") or {})}
+    ordered = sorted((t, place[n]) for n, t in first.items() if n in place)
+    tau = None
+    if len(ordered) >= 2:
+        from scipy.stats import kendalltau
+
+        value = kendalltau(range(len(ordered)), [i for _, i in ordered]).statistic
+        tau = None if math.isnan(value) else round(float(value), 4)
+    return {"agents": len(first), "spread_ms": round((max(first.values()) - min(first.values())) / 1e6, 3),
+            "order_vs_nodes": tau}
+
+
 def measures(manifest: dict, t0: int, events, host: Optional[List[dict]],
-             shortfalls: Sequence[Optional[dict]] = ()) -> Dict[str, Any]:
+             shortfalls: Sequence[Optional[dict]] = (), states=None) -> Dict[str, Any]:
     """The `fidelity` section of a run's results from its agents' `fidelity` events (a pandas
-    frame, possibly empty), its host samples (None: not sampled), its manifest, and the rate
+    frame, possibly empty), its host samples (None: not sampled), its manifest, the rate
     shortfalls the protocol analyses found (each {"value", "where", "achieved", "asked", "unit"},
-    spark_analysis/protocols: a module's optional `shortfall(section)`)."""
+    spark_analysis/protocols: a module's optional `shortfall(section)`), and its agents' `state`
+    events (the start, `start()`)."""
     limits = thresholds(manifest)
     values: Dict[str, Optional[float]] = {}
     details: Dict[str, Any] = {}
@@ -161,6 +194,9 @@ def measures(manifest: dict, t0: int, events, host: Optional[List[dict]],
             "drop_share": round(dropped / (frames + dropped), 6) if frames + dropped else 0.0,
             "most_dropped": ({k: worst.get(k) for k in ("link", "from", "to", "frames", "dropped")}
                              if worst.get("dropped") else None)}
+    began = start(manifest, states)
+    if began is not None:
+        details["start"] = began
     found = [s for s in shortfalls if s]
     if found:
         worst = max(found, key=lambda s: s["value"])

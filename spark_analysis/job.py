@@ -317,7 +317,8 @@ def _measures(runs: List[RunInfo], c, files: List[dict], corrupt: Dict[str, int]
         }
         results[rid]["fidelity"] = fidelity.measures(
             r.manifest, r.t0, notable[(notable["run"] == rid) & (notable["event"] == "fidelity")], r.host,
-            [p.shortfall(results[rid].get(p.NAME)) for p in plugins() if hasattr(p, "shortfall")])
+            [p.shortfall(results[rid].get(p.NAME)) for p in plugins() if hasattr(p, "shortfall")],
+            notable[(notable["run"] == rid) & (notable["event"] == "state")])
     return results
 
 

@@ -145,6 +145,32 @@ def test_the_wifi_channels_simulator_lag_judges_the_run():
     assert kernel["indicators"]["wifi_lag_ms"]["verdict"] == "not measured" and "wifi" not in kernel
 
 
+def test_the_start_is_told_its_spread_and_its_order_against_the_nodes_held_nodes_left_out():
+    """fidelity.start: the first `workload started` of each agent that began with the workload;
+    one by one in node order gives tau 1, a shuffled sweep about 0; a node the timeline held
+    (start: timeline) and a restart's second start do not count. Told, not judged."""
+    nodes = {n: {} for n in "abcdef"}
+    manifest = _manifest(topology={"nodes": {**nodes, "late": {"start": "timeline"}}})
+
+    def states(order, gap_ms):
+        rows = [{"run": "r", "event": "state", "state": "workload started", "node": n, "t": T0 + i * gap_ms * 10 ** 6}
+                for i, n in enumerate(order)]
+        rows += [{"run": "r", "event": "state", "state": "workload started", "node": "late", "t": T0 + 9 * S},
+                 {"run": "r", "event": "state", "state": "workload started", "node": "a", "t": T0 + 8 * S},
+                 {"run": "r", "event": "state", "state": "started", "node": "b", "t": T0 - S}]
+        return pd.DataFrame(rows)
+
+    one_by_one = fidelity.start(manifest, states("abcdef", 20))
+    assert one_by_one == {"agents": 6, "spread_ms": 100.0, "order_vs_nodes": 1.0}
+    swept = fidelity.start(manifest, states("dfaceb", 0.2))
+    assert swept["agents"] == 6 and swept["spread_ms"] == pytest.approx(1.0) and abs(swept["order_vs_nodes"]) < 0.5
+    assert fidelity.start(manifest, states("fedcba", 1))["order_vs_nodes"] == -1.0
+    judged = fidelity.measures(manifest, T0, _windows(), _host(), states=states("abcdef", 20))
+    assert judged["start"]["order_vs_nodes"] == 1.0 and judged["verdict"] == "faithful"
+    assert fidelity.start(manifest, pd.DataFrame()) is None and "start" not in fidelity.measures(
+        manifest, T0, _windows(), _host())
+
+
 def test_a_scenario_sets_its_own_thresholds():
     own = _manifest(scenario={"fidelity": {"late_share": [0.05, 0.2]}})
     assert fidelity.measures(own, T0, _windows(late=3), _host())["verdict"] == "faithful"
@@ -250,6 +276,8 @@ def test_a_run_measures_its_fidelity_a_paused_node_does_not_spoil_it_and_an_over
     ok, bad = by_dir[light], by_dir[starved]
     assert ok["verdict"] == "faithful", ok["reasons"]
     assert ok["timers"]["agents"] == 3 and ok["host"]["seconds"] >= 6
+    # the agents are signalled in one sweep (testbed.network.Lab.start_workload): told beside
+    assert ok["start"]["agents"] == 3 and 0 <= ok["start"]["spread_ms"] < 1000, ok["start"]
     assert bad["verdict"] == "unfaithful", bad
     assert any(r.startswith(fidelity.MEANING["late_share"]) for r in bad["reasons"]), bad["reasons"]
     assert bad["host"]["cpu_saturated_s"] >= 1.5

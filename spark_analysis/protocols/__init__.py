@@ -42,5 +42,7 @@ def plugins() -> List[ModuleType]:
 
 
 def states() -> Tuple[str, ...]:
-    """Every state value some analysis reads."""
-    return tuple(sorted({s for p in plugins() for s in p.STATES}))
+    """Every state value some analysis reads: the protocols' and the fidelity section's (the start)."""
+    from ..fidelity import STATES
+
+    return tuple(sorted({s for p in plugins() for s in p.STATES} | set(STATES)))
