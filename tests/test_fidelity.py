@@ -250,8 +250,8 @@ workload:
 """
 
 
-#: more than two cores can carry: each agent broadcasts 6000 probes a second and takes 12000 in
-OVERLOADED = PROBES.replace("rate: 20", "rate: 6000").replace("duration: 6s", "duration: 2s")
+#: more than two cores can carry: each agent broadcasts 10000 probes a second and takes 20000 in
+OVERLOADED = PROBES.replace("rate: 20", "rate: 10000").replace("duration: 6s", "duration: 2s")
 
 
 @pytest.mark.network
