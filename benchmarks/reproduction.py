@@ -784,6 +784,11 @@ DILATION_COLUMNS = {
                  ("loop_lag_ms", "loop lag p99 (ms)", "num"), ("delivery_time", "delivery time (paper ~120)", "num"),
                  ("time_gap", "time gap (paper ~1.1)", "num")],
 }
+#: experiments/abc/dp-dilation.yaml: the data-provider ring and tree at time dilation 1, 2 and 4 (issue 32)
+DP_DILATION_COLUMNS = [("time_gap", "time gap", "num"), ("delivery_time", "delivery time", "num"),
+                       ("dissemination_time", "dissemination time", "num"),
+                       ("server_rate", "servers' pooled rate (λt = 15)", "num"),
+                       ("loop_lag_ms", "loop lag p99 (ms)", "num")]
 
 
 def _ours_column(points: Dict[str, Any], measure: str, style: str, seeds: int) -> Callable[[str], str]:
@@ -870,6 +875,8 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "abc/ci/id-chain": abc_ci_id_chain,
     "abc/ci/start-order": abc_start_order,
     "abc/ci/bends": abc_ci_bends,
+    "abc/dp-dilation": points_table("abc", "dp-dilation", DP_DILATION_COLUMNS),
+    "abc/dp-dilation/verdicts": _verdicts_of("abc", "dp-dilation"),
     "abc/model": abc_model,
     "deeco/manet-p": lambda: _deeco_p_table("manet-p", [0, 0.5, 0.9, 1.0]),
     "deeco/manet-p/age": lambda: _deeco_age_table("manet-p", [("simple.P=0.9", "simple, P = 0.9"),
