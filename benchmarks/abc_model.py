@@ -45,7 +45,9 @@ be compared measure by measure.
 The start: every component makes its first request at λs from t = 0, as the authors' simulator
 starts them. `ci-staggered` (and `dp-staggered`) run CI (DP) with component c's first request
 c · 0.2 time units later (STAGGER), the way the testbed started its agents before it signalled
-them in one sweep.
+them in one sweep. `ci-h100` (CI rings and trees) and `dp-h100`, `dp-h200`, `dp-h400` (the DP
+ring) slow every handling to λh = 100, 200, 400 (HOP_COSTS), a cost on every hop such as a loaded
+machine adds to each message an agent handles.
 
 Writes benchmarks/results/abc_model.json: per configuration (SCENARIO/INFRASTRUCTURE/READING) the
 per-seed values and the mean with its 95% interval (Student's t). With --only, the other
@@ -436,6 +438,10 @@ def interval(values: List[float]) -> Dict[str, Optional[float]]:
 #: by one as it found each (a Docker engine query, about 20 ms under load), so 165 agents started
 #: over 3.3 s in node order (a C[10,155] run's `workload started` events: 19.9 ms a node)
 STAGGER = 0.2
+#: λh for a cost on every hop: a handling of 0.01, 0.005 and 0.0025 time units (1, 0.5 and 0.25 ms
+#: at 100 ms a time unit) where the authors' λh = 1000 gives 0.001; what one wall-clock millisecond
+#: a handling is at time dilation 1, 2 and 4
+HOP_COSTS = (100.0, 200.0, 400.0)
 
 
 def configurations() -> Dict[str, Callable[[int], Model]]:
@@ -477,6 +483,19 @@ def configurations() -> Dict[str, Callable[[int], Model]]:
         for relay in ("arrival", "in-order"):
             out[f"dp-{n}/R[31,{per}]/{relay}"] = lambda seed, p=per, k=senders, r=relay: Ring(31, p, k, r, seed)
         out[f"dp-{n}/T[3,5,{per}]/authors"] = lambda seed, p=per, k=senders: Tree(3, 5, p, k, seed)
+    # the rings and trees with a cost on every hop, as a loaded machine adds one: every handling at
+    # λh of HOP_COSTS instead of the authors' 1000 (docs/REPRODUCTION.md, AbC, the rings); CI at the
+    # first, the DP ring at each (one wall-clock cost at time dilation 1, 2 and 4)
+    for rate_h in HOP_COSTS:
+        tag = f"h{rate_h:g}"
+        if rate_h == HOP_COSTS[0]:
+            for servers, per in ((5, 31), (31, 5)):
+                out[f"ci-{tag}/R[{servers},{per}]/in-order"] = (
+                    lambda seed, s=servers, k=per, h=rate_h: Ring(s, k, None, "in-order", seed, rate_h=h))
+            for levels, children in ((5, 2), (3, 5)):
+                out[f"ci-{tag}/T[{levels},{children},5]/authors"] = (
+                    lambda seed, lv=levels, ch=children, h=rate_h: Tree(lv, ch, 5, None, seed, rate_h=h))
+        out[f"dp-{tag}/R[31,5]/in-order"] = lambda seed, h=rate_h: Ring(31, 5, 15, "in-order", seed, rate_h=h)
     return out
 
 
