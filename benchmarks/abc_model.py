@@ -486,16 +486,15 @@ def configurations() -> Dict[str, Callable[[int], Model]]:
     # the rings and trees with a cost on every hop, as a loaded machine adds one: every handling at
     # λh of HOP_COSTS instead of the authors' 1000 (docs/REPRODUCTION.md, AbC, the rings); CI at the
     # first, the DP ring at each (one wall-clock cost at time dilation 1, 2 and 4)
+    h = HOP_COSTS[0]
+    for servers, per in ((5, 31), (31, 5)):
+        out[f"ci-h{h:g}/R[{servers},{per}]/in-order"] = (
+            lambda seed, s=servers, k=per, h=h: Ring(s, k, None, "in-order", seed, rate_h=h))
+    for levels, children in ((5, 2), (3, 5)):
+        out[f"ci-h{h:g}/T[{levels},{children},5]/authors"] = (
+            lambda seed, lv=levels, ch=children, h=h: Tree(lv, ch, 5, None, seed, rate_h=h))
     for rate_h in HOP_COSTS:
-        tag = f"h{rate_h:g}"
-        if rate_h == HOP_COSTS[0]:
-            for servers, per in ((5, 31), (31, 5)):
-                out[f"ci-{tag}/R[{servers},{per}]/in-order"] = (
-                    lambda seed, s=servers, k=per, h=rate_h: Ring(s, k, None, "in-order", seed, rate_h=h))
-            for levels, children in ((5, 2), (3, 5)):
-                out[f"ci-{tag}/T[{levels},{children},5]/authors"] = (
-                    lambda seed, lv=levels, ch=children, h=rate_h: Tree(lv, ch, 5, None, seed, rate_h=h))
-        out[f"dp-{tag}/R[31,5]/in-order"] = lambda seed, h=rate_h: Ring(31, 5, 15, "in-order", seed, rate_h=h)
+        out[f"dp-h{rate_h:g}/R[31,5]/in-order"] = lambda seed, h=rate_h: Ring(31, 5, 15, "in-order", seed, rate_h=h)
     return out
 
 

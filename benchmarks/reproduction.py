@@ -32,6 +32,7 @@ ROOT = os.path.dirname(HERE)
 DOC = os.path.join(ROOT, "docs", "REPRODUCTION.md")
 RESULTS = {"abc": "abc_paper.json", "deeco": "deeco_thesis.json", "causal": "causal_paper.json",
            "dilation": "dilation.json"}
+MODEL = "abc_model.json"   # benchmarks/abc_model.py: the authors' model, not an experiment set
 FLOOD = "deeco_flood.json"  # benchmarks/deeco_flood.py: not an experiment set
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w/.-]+) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
@@ -41,6 +42,17 @@ sys.path.insert(0, ROOT)
 def load(paper: str) -> Dict[str, Any]:
     with open(os.path.join(HERE, "results", RESULTS[paper])) as fh:
         return json.load(fh)["experiments"]
+
+
+def load_model() -> Dict[str, Any]:
+    """benchmarks/abc_model.py's results file: its seeds, horizon and per-configuration `results`."""
+    with open(os.path.join(HERE, "results", MODEL)) as fh:
+        return json.load(fh)
+
+
+def point_summary(exp: Optional[Dict[str, Any]], point: str, measure: str) -> Optional[Dict[str, Any]]:
+    """One measure's summary at a point of an experiment's results (None where either is missing)."""
+    return (((exp or {}).get("points") or {}).get(point) or {}).get(measure)
 
 
 # -- cells ------------------------------------------------------------------------------------------
@@ -234,8 +246,7 @@ def abc_ci_id_chain() -> str:
     from testbed.experiment import stats
 
     exp = load("abc")["ci"]
-    with open(os.path.join(HERE, "results", "abc_model.json")) as fh:
-        model = json.load(fh)["results"]
+    model = load_model()["results"]
     components = 155
     rows = [(s, reading) for reading in ("random", "free") for s in (10, 20, 31)
             if _cluster_point(s, reading) in exp["points"]]
@@ -320,8 +331,7 @@ def abc_start_order() -> str:
     ci-staggered set) and in one sweep (ci.yaml's runs made after STARTED_ONE_BY_ONE)."""
     abc = load("abc")
     before, now = abc.get("ci-staggered") or {"runs": []}, abc["ci"]
-    with open(os.path.join(HERE, "results", "abc_model.json")) as fh:
-        model = json.load(fh)["results"]
+    model = load_model()["results"]
 
     def model_cell(scenario: str, key: str, measure: str) -> str:
         return _model_cell((model.get(f"{scenario}/{key}") or {}).get(measure))
@@ -462,8 +472,7 @@ def _emulated_point(scenario: str, infrastructure: str, reading: str) -> Optiona
 def abc_model() -> str:
     """The authors' model (benchmarks/abc_model.py) of every configuration, under each reading,
     beside the paper and our emulated runs where they match the reading."""
-    with open(os.path.join(HERE, "results", "abc_model.json")) as fh:
-        model_doc = json.load(fh)
+    model_doc = load_model()
     res, seeds, h = model_doc["results"], model_doc["seeds"], model_doc["horizon_time_units"]
     abc = load("abc")
     keys = [k for k in res if tuple(k.split("/")[:2]) in ABC_PAPER]
@@ -475,7 +484,7 @@ def abc_model() -> str:
         where = _emulated_point(part(key, 0), part(key, 1), part(key, 2))
         if where is None:
             return "–"
-        text = ours(((abc.get(where[0]) or {}).get("points", {}).get(where[1]) or {}).get(measure))
+        text = ours(point_summary(abc.get(where[0]), where[1], measure))
         runs = [r for r in (abc.get(where[0]) or {}).get("runs", []) if r.get("point") == where[1]]
         if where[0] == "ci" and text != "–" and not all(_one_sweep(r) for r in runs):
             text += " (one by one)"  # the CI runs whose agents started one by one (the testbed's start)
@@ -514,8 +523,7 @@ def abc_hop_cost() -> str:
     """The rings and trees: the authors' model, the model with every handling taking 1 ms of wall
     clock (λh = 100, 200 and 400 at time dilation 1, 2 and 4: benchmarks/abc_model.py's ci-h100 and
     dp-hN configurations), and ours, in gap and delivery time."""
-    with open(os.path.join(HERE, "results", "abc_model.json")) as fh:
-        model_doc = json.load(fh)
+    model_doc = load_model()
     res = model_doc["results"]
     abc = load("abc")
 
@@ -523,7 +531,7 @@ def abc_hop_cost() -> str:
         return _model_cell((res.get(key) or {}).get(measure))
 
     def emulated(row, measure: str) -> str:
-        return ours((((abc.get(row[3]) or {}).get("points") or {}).get(row[4]) or {}).get(measure))
+        return ours(point_summary(abc.get(row[3]), row[4], measure))
 
     columns: List[Column] = []
     for measure, name in (("time_gap", "gap"), ("delivery_time", "delivery")):
