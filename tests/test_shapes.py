@@ -468,6 +468,12 @@ def test_a_shape_resting_on_an_unfaithful_run_is_not_shown_unless_accepted(tmp_p
     assert order["verdict"] == "not shown" and order["judged"] == "valid"
     assert order["reason"].startswith("unfaithful runs at bounded.P=2: the machine did not keep up")
     assert order["fidelity"] == {"unfaithful": ["bounded.P=2"], "degraded": ["simple.P=1"], "accepted": False}
+    # per group too: only the group that read the unfaithful point is not shown, keeping its judgement
+    assert [(g["group"], g["verdict"], g.get("judged")) for g in order["groups"]] == [
+        ("P=1", "valid", None), ("P=2", "not shown", "valid"), ("P=3", "valid", None)]
+    trend = next(s for s in judge_rows(exp, bad) if s["kind"] == "trend" and len(s["groups"]) == 2)
+    assert {g["group"]: g["verdict"] for g in trend["groups"]} == {"scenario=simple": "valid",
+                                                                   "scenario=bounded": "not shown"}
     only_simple = next(s for name, s in got.items() if "simple" in str(s.get("fidelity")) and name != order["name"]
                        and "bounded.P=2" not in s["fidelity"]["unfaithful"])
     assert only_simple["verdict"] == "valid", "a shape that never read the unfaithful point keeps its verdict"

@@ -19,7 +19,7 @@ from typing import Any, Dict, List
 
 from spark_analysis.html import fmt, table
 
-from .shapes.common import fmt_interval, shown
+from .shapes.common import fmt_interval, group_verdict, shown
 from .spec import Experiment
 
 
@@ -154,7 +154,7 @@ def write(exp: Experiment, runner, rows, summary, shapes, curves) -> str:
                 head = f"[{g['group']}] " if g.get("group") else ""
                 tests = "; ".join(f"{t['what']} {fmt_interval(t['estimate'], t['low'], t['high'])} "
                                   f"(expected {t['expect']})" for t in g.get("tests") or [])
-                why = f" – {g['verdict']}" + (f": {g['reason']}" if g.get("reason") else "")
+                why = f" – {group_verdict(g)}" + (f": {g['reason']}" if g.get("reason") else "")
                 judged.append(head + (tests or g.get("detail", "")) + why)
             srows.append(f"<tr><td>{html.escape(s['name'])}</td><td class='{s['verdict'].replace(' ', '-')}'>"
                          f"{html.escape(shown(s))}</td><td>{'<br>'.join(html.escape(j) for j in judged)}</td>"

@@ -61,9 +61,11 @@ class Data:
     def __init__(self, exp: Experiment, rows: List[Dict[str, Any]]) -> None:
         self.exp = exp
         self._values: Dict[Tuple[str, str], List[float]] = {}
-        #: point id → its runs' fidelity verdicts; the points a shape read (`judge` asks)
+        #: point id → its runs' fidelity verdicts; the points a shape read, and each of its groups
+        #: (label → point ids), which `judge` asks of the shape being judged
         self.fidelity: Dict[str, List[str]] = {}
         self.read: set = set()
+        self.group_reads: Dict[str, set] = {}
         names = [m.name for m in exp.measures]
         for row in rows:
             self.fidelity.setdefault(row["point"], []).append(row.get("fidelity") or "unknown")
@@ -76,6 +78,10 @@ class Data:
     def of(cls, exp: Experiment, measure: str, values: Dict[str, List[float]]) -> "Data":
         """Data holding one measure's seeds' values per point id."""
         return cls(exp, [{"point": pid, measure: v} for pid, vs in values.items() for v in vs])
+
+    def read_by(self, group: str, point_ids) -> None:
+        """The shape's group `group` (its label) rests on these points."""
+        self.group_reads.setdefault(group, set()).update(point_ids)
 
     def values(self, point_id: str, measure: str) -> List[float]:
         self.read.add(point_id)
@@ -279,6 +285,7 @@ def judge(exp: Experiment, rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     out = []
     for shape in exp.shapes:
         data.read.clear()
+        data.group_reads.clear()
         verdict = shape.judge(data)
         verdict.update(fidelity_of(exp, data, verdict))
         out.append({"name": shape.name, "kind": shape.kind, "measure": shape.measure, "note": shape.note,
@@ -288,9 +295,11 @@ def judge(exp: Experiment, rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 def fidelity_of(exp: Experiment, data: Data, verdict: Dict[str, Any]) -> Dict[str, Any]:
     """What the runs' fidelity does to a shape's verdict: a verdict (valid or invalid) that rests
-    on a point with an unfaithful run is not shown, unless the experiment accepts unfaithful runs;
-    `fidelity` names the points with unfaithful and degraded runs, and `judged` keeps the verdict
-    the values alone gave."""
+    on a point with an unfaithful run is not shown, unless the experiment accepts unfaithful runs,
+    and so is each group's that rests on one (whatever the shape's verdict: a shape still unknown
+    for a point not run does not show its other groups as valid on unfaithful runs); `fidelity`
+    names the points with unfaithful and degraded runs, and `judged` keeps the verdict the values
+    alone gave."""
     from .shapes.common import INVALID, NOT_SHOWN, VALID
 
     points = sorted(data.read)
@@ -298,11 +307,23 @@ def fidelity_of(exp: Experiment, data: Data, verdict: Dict[str, Any]) -> Dict[st
     degraded = [p for p in points if "degraded" in data.fidelity.get(p, []) and p not in unfaithful]
     out: Dict[str, Any] = {"fidelity": {"unfaithful": unfaithful, "degraded": degraded,
                                         "accepted": bool(unfaithful) and exp.accept_unfaithful}}
-    if unfaithful and not exp.accept_unfaithful and verdict["verdict"] in (VALID, INVALID):
-        shown = ", ".join(unfaithful[:3]) + (f" and {len(unfaithful) - 3} more" if len(unfaithful) > 3 else "")
-        out.update(verdict=NOT_SHOWN, judged=verdict["verdict"],
-                   reason=f"unfaithful runs at {shown}: the machine did not keep up (accept_unfaithful: true, or "
-                          f"--accept-unfaithful, to judge them)")
+    if not unfaithful or exp.accept_unfaithful:
+        return out
+
+    def hidden(judged: Dict[str, Any], at: List[str]) -> Dict[str, Any]:
+        shown = ", ".join(at[:3]) + (f" and {len(at) - 3} more" if len(at) > 3 else "")
+        return dict(verdict=NOT_SHOWN, judged=judged["verdict"],
+                    reason=f"unfaithful runs at {shown}: the machine did not keep up (accept_unfaithful: true, or "
+                           f"--accept-unfaithful, to judge them)")
+
+    if verdict["verdict"] in (VALID, INVALID):
+        out.update(hidden(verdict, unfaithful))
+    if verdict.get("groups"):
+        groups = []
+        for g in verdict["groups"]:
+            at = sorted(data.group_reads.get(g.get("group"), set()) & set(unfaithful))
+            groups.append({**g, **hidden(g, at)} if at and g.get("verdict") in (VALID, INVALID) else g)
+        out["groups"] = groups
     return out
 
 

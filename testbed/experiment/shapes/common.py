@@ -58,6 +58,8 @@ def samples(data, measure: str, selectors: List[Any], where: Optional[Dict[str, 
         for s in selectors:
             pts = pick(data.exp, s, group, where)
             values.append(data.values(pts[0].id, measure) if len(pts) == 1 else [])
+            if len(pts) == 1:
+                data.read_by(group_label(group), [pts[0].id])
         yield group, values
 
 
@@ -127,6 +129,12 @@ def fmt_interval(estimate: Optional[float], low: Optional[float], high: Optional
     return f"{e} [{lo}, {hi}]"
 
 
+def group_verdict(group: Dict[str, Any]) -> str:
+    """A group's verdict as text: 'not shown, judged valid' where the runs' fidelity hid what its
+    values gave."""
+    return (group.get("verdict") or "") + (f", judged {group['judged']}" if group.get("judged") else "")
+
+
 def judged_groups(shape: Dict[str, Any], most: int, tests_each: int = 3, fmt: str = "{:.4g}"
                   ) -> Tuple[List[Tuple[str, str, str, str]], List[Dict[str, Any]]]:
     """A judged shape's groups as they are shown: those that are not valid first, at most `most`
@@ -137,7 +145,7 @@ def judged_groups(shape: Dict[str, Any], most: int, tests_each: int = 3, fmt: st
     for g in groups[:most]:
         tests = "; ".join(f"{t['what']} {fmt_interval(t.get('estimate'), t.get('low'), t.get('high'), fmt)}"
                           for t in (g.get("tests") or [])[:tests_each])
-        shown_groups.append((g.get("group") or "", g.get("verdict") or "", g.get("reason") or "", tests))
+        shown_groups.append((g.get("group") or "", group_verdict(g), g.get("reason") or "", tests))
     return shown_groups, groups[most:]
 
 

@@ -37,6 +37,7 @@ class NearReference:
                 if not matches(p, self.where):
                     continue
                 values = data.values(p.id, self.measure)
+                data.read_by(p.id, [p.id])
                 target = f"{ref.low:g}" if ref.low == ref.high else f"{ref.low:g}–{ref.high:g}"
                 entry: Dict[str, Any] = {"group": p.id}
                 problem = too_few([values], self.judge_with)
