@@ -46,7 +46,7 @@ The start: every component makes its first request at λs from t = 0, as the aut
 starts them. `ci-staggered` (and `dp-staggered`) run CI (DP) with component c's first request
 c · 0.2 time units later (STAGGER), the way the testbed started its agents before it signalled
 them in one sweep. `ci-h100` (CI rings and trees) and `dp-h100`, `dp-h200`, `dp-h400` (the DP
-ring) slow every handling to λh = 100, 200, 400 (HOP_COSTS), a cost on every hop such as a loaded
+ring and tree) slow every handling to λh = 100, 200, 400 (HOP_COSTS), a cost on every hop such as a loaded
 machine adds to each message an agent handles.
 
 Writes benchmarks/results/abc_model.json: per configuration (SCENARIO/INFRASTRUCTURE/READING) the
@@ -230,6 +230,14 @@ class Cluster(Model):
         self.I: deque = deque()
         self.out: List[deque] = [deque() for _ in range(servers)]
         self.counter = 0
+        self.reached: Dict[tuple, float] = {}   # (server, id) -> the data message's first arrival there
+        self.hops: List[float] = []             # a server's first arrival to a copy's arrival from it
+
+    def measures(self, horizon: Optional[float] = None) -> Dict[str, Optional[float]]:
+        """The model's measures and `hop_time`: from a data message's first arrival at a server to
+        the arrival of its copy from that server at another (handling, the wait for smaller ids, the
+        output queue, the transmission), as benchmarks/abc_hops.py measures it in the runs' logs."""
+        return {**super().measures(horizon), "hop_time": sum(self.hops) / len(self.hops) if self.hops else None}
 
     def _to_infrastructure(self, c: int, kind: str, n: Optional[int]) -> None:
         self.I.append(("req", c) if kind == "req" else ("data", (n, c)))
@@ -281,11 +289,24 @@ class Servers(Model):
         self.nid = [0] * servers
         self.out: List[deque] = [deque() for _ in range(servers)]
         self.counter = 0
+        self.reached: Dict[tuple, float] = {}   # (server, id) -> the data message's first arrival there
+        self.hops: List[float] = []             # a server's first arrival to a copy's arrival from it
+
+    def measures(self, horizon: Optional[float] = None) -> Dict[str, Optional[float]]:
+        """The model's measures and `hop_time`: from a data message's first arrival at a server to
+        the arrival of its copy from that server at another (handling, the wait for smaller ids, the
+        output queue, the transmission), as benchmarks/abc_hops.py measures it in the runs' logs."""
+        return {**super().measures(horizon), "hop_time": sum(self.hops) / len(self.hops) if self.hops else None}
 
     def _to_infrastructure(self, c: int, kind: str, n: Optional[int]) -> None:
         self._to_server(self.parent[c] - self.C, ("req" if kind == "req" else "data", n, c, [c]))
 
     def _to_server(self, s: int, message: tuple) -> None:
+        kind, n, source = message[:3]
+        if kind == "data":
+            if source >= self.C and (source - self.C, n) in self.reached:
+                self.hops.append(self.now - self.reached[(source - self.C, n)])
+            self.reached.setdefault((s, n), self.now)
         self.inq[s].append(message)
         self._arm_server(s)
 
@@ -485,7 +506,7 @@ def configurations() -> Dict[str, Callable[[int], Model]]:
         out[f"dp-{n}/T[3,5,{per}]/authors"] = lambda seed, p=per, k=senders: Tree(3, 5, p, k, seed)
     # the rings and trees with a cost on every hop, as a loaded machine adds one: every handling at
     # λh of HOP_COSTS instead of the authors' 1000 (docs/REPRODUCTION.md, AbC, the rings); CI at the
-    # first, the DP ring at each (one wall-clock cost at time dilation 1, 2 and 4)
+    # first, the DP ring and tree at each (one wall-clock cost at time dilation 1, 2 and 4)
     h = HOP_COSTS[0]
     for servers, per in ((5, 31), (31, 5)):
         out[f"ci-h{h:g}/R[{servers},{per}]/in-order"] = (
@@ -495,6 +516,7 @@ def configurations() -> Dict[str, Callable[[int], Model]]:
             lambda seed, lv=levels, ch=children, h=h: Tree(lv, ch, 5, None, seed, rate_h=h))
     for rate_h in HOP_COSTS:
         out[f"dp-h{rate_h:g}/R[31,5]/in-order"] = lambda seed, h=rate_h: Ring(31, 5, 15, "in-order", seed, rate_h=h)
+        out[f"dp-h{rate_h:g}/T[3,5,5]/authors"] = lambda seed, h=rate_h: Tree(3, 5, 5, 15, seed, rate_h=h)
     return out
 
 

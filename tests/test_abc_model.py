@@ -94,3 +94,42 @@ def test_bad_arguments_are_refused_with_exit_2(capsys, tmp_path):
     assert "--only 'C[7,155]'" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
     with pytest.raises(ValueError, match="random or free"):
         Cluster(2, 5, None, "fifo", seed=1)
+
+
+def test_the_hop_time_is_a_handling_twice_and_a_transmission_on_an_idle_ring_and_grows_with_the_handling():
+    """`hop_time` (what benchmarks/abc_hops.py measures in the runs): one sender on a ring keeps every
+    queue empty, so a hop is the handling, the forward (λh each) and one transmission (λt)."""
+    def hop(rate_h: float) -> float:
+        return statistics.mean(Ring(6, 2, 1, "in-order", seed=s, rate_h=rate_h).run(300).measures()["hop_time"]
+                               for s in (1, 2, 3))
+
+    slow, fast = hop(50.0), hop(1000.0)
+    assert slow == pytest.approx(2 / 50 + 1 / 15, rel=0.1) and fast == pytest.approx(2 / 1000 + 1 / 15, rel=0.1)
+    assert Cluster(3, 12, 2, "free", seed=1).run(50).measures().get("hop_time") is None, "a cluster has no hops"
+
+
+def test_hops_are_measured_from_a_servers_first_arrival_to_the_copy_it_passes_on(tmp_path):
+    import json
+
+    from abc_hops import hops, main, run_hops
+
+    def receive(node, sender, t_ms, seq=0):
+        return json.dumps({"t": int(t_ms * 1e6), "node": node, "event": "receive", "type": "ABC_DATA",
+                           "origin": "c1", "seq": seq, "sender": sender})
+
+    logs = {"srv1": [receive("srv1", "c1", 0), receive("srv1", "srv3", 40), '{"t": 5, "node": "srv1", "ev'],
+            "srv2": [receive("srv2", "srv1", 10), receive("srv2", "srv1", 12)],
+            "srv3": [receive("srv3", "srv2", 25), json.dumps({"t": 26, "event": "send", "type": "ABC_DATA"})]}
+    assert sorted(h / 1e6 for h in hops(logs)) == [10, 12, 15, 15]
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    for name, lines in logs.items():
+        (run / "logs" / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    nodes = {n: {"role": "abc-ring-server", "params": {"time_unit_ms": 100}} for n in logs}
+    nodes["c1"] = {"role": "abc-component", "params": {"time_unit_ms": 100}}
+    (run / "manifest.json").write_text(json.dumps({"topology": {"nodes": nodes}, "time_dilation": 2}))
+    got = run_hops(str(run))
+    assert got["hops"] == 4 and got["wall_ms"] == pytest.approx(13) and got["mean_ms"] == pytest.approx(6.5)
+    assert got["mean_time_units"] == pytest.approx(0.065)
+    assert main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "out.json")]) == 2
+    assert not (tmp_path / "out.json").exists()
