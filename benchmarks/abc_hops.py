@@ -128,7 +128,9 @@ def main(argv=None) -> int:
         with open(args.out) as f:
             doc["experiments"] = json.load(f).get("experiments", {})
     for d in dirs:
-        doc["experiments"][os.path.basename(os.path.normpath(d))] = experiment(d)
+        name = os.path.basename(os.path.normpath(d))
+        # a slice run in another sitting (--only) leaves the other points' runs out of runs.csv: keep theirs
+        doc["experiments"][name] = {**doc["experiments"].get(name, {}), **experiment(d)}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)
