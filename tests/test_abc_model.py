@@ -133,3 +133,15 @@ def test_hops_are_measured_from_a_servers_first_arrival_to_the_copy_it_passes_on
     assert got["mean_time_units"] == pytest.approx(0.065)
     assert main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "out.json")]) == 2
     assert not (tmp_path / "out.json").exists()
+    # an experiment directory read in two slices (runs.csv names only the last): both points kept
+    exp = tmp_path / "abc-x"
+    (exp / "runs").mkdir(parents=True)
+    run.rename(exp / "runs" / "ring.k=2-s1")
+    out = str(tmp_path / "out.json")
+    for point in ("ring.k=2", "tree.k=2"):
+        if point == "tree.k=2":
+            (exp / "runs" / "ring.k=2-s1").rename(exp / "runs" / "tree.k=2-s1")
+        (exp / "runs.csv").write_text(f"run,point,seed,fidelity\n{point}-s1,{point},1,faithful\n")
+        assert main([str(exp), "--out", out]) == 0
+    points = json.loads(open(out).read())["experiments"]["abc-x"]
+    assert sorted(points) == ["ring.k=2", "tree.k=2"] and points["tree.k=2"]["hop_ms"]["mean"] == pytest.approx(6.5)
