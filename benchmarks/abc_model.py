@@ -230,14 +230,6 @@ class Cluster(Model):
         self.I: deque = deque()
         self.out: List[deque] = [deque() for _ in range(servers)]
         self.counter = 0
-        self.reached: Dict[tuple, float] = {}   # (server, id) -> the data message's first arrival there
-        self.hops: List[float] = []             # a server's first arrival to a copy's arrival from it
-
-    def measures(self, horizon: Optional[float] = None) -> Dict[str, Optional[float]]:
-        """The model's measures and `hop_time`: from a data message's first arrival at a server to
-        the arrival of its copy from that server at another (handling, the wait for smaller ids, the
-        output queue, the transmission), as benchmarks/abc_hops.py measures it in the runs' logs."""
-        return {**super().measures(horizon), "hop_time": sum(self.hops) / len(self.hops) if self.hops else None}
 
     def _to_infrastructure(self, c: int, kind: str, n: Optional[int]) -> None:
         self.I.append(("req", c) if kind == "req" else ("data", (n, c)))

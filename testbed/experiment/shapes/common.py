@@ -57,9 +57,11 @@ def samples(data, measure: str, selectors: List[Any], where: Optional[Dict[str, 
         values = []
         for s in selectors:
             pts = pick(data.exp, s, group, where)
-            values.append(data.values(pts[0].id, measure) if len(pts) == 1 else [])
             if len(pts) == 1:
+                values.append(data.values(pts[0].id, measure))
                 data.read_by(group_label(group), [pts[0].id])
+            else:
+                values.append([])
         yield group, values
 
 
