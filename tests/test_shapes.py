@@ -482,3 +482,73 @@ def test_a_shape_resting_on_an_unfaithful_run_is_not_shown_unless_accepted(tmp_p
     exp.accept_unfaithful = True
     accepted = {s["name"]: s for s in judge_rows(exp, bad)}["m: bounded < simple"]
     assert accepted["verdict"] == "valid" and accepted["fidelity"]["accepted"] is True
+
+
+FIDELITY = ("faithful", "degraded", "unfaithful")
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(means=st.lists(st.sampled_from([1.0, 2.0, 3.0, 6.0, 10.0, 30.0]), min_size=6, max_size=6),
+       runs=st.lists(st.sampled_from(FIDELITY), min_size=18, max_size=18),
+       missing=st.sets(st.sampled_from(sorted(MEANS)), max_size=2))
+def test_fidelity_hides_exactly_the_verdicts_and_groups_that_read_an_unfaithful_point(tmp_path, means, runs, missing):
+    """The fidelity rule over generated layouts (any values, so verdicts valid, invalid, not shown
+    or unknown; any faithful, degraded or unfaithful run at any seed of any point; up to two points
+    not run): the fidelity never changes what the values judged (`judged` keeps it), a shape or a
+    group is hidden exactly when it judged (valid or invalid) on a point with an unfaithful run, and
+    the points that hide a shape or a group, each alone, are those its expect: entry reads (a
+    group: those of its label), whatever the other points' fidelity."""
+    from testbed.experiment.results import judge as judge_rows
+
+    exp = load_experiment(workspace(tmp_path, SHAPES))
+    points = sorted(MEANS)
+    values = dict(zip(points, means))
+
+    def judged(fidelity):
+        rows = [{"point": p, "run": f"{p}-s{k + 1}", "m": v, "fidelity": fidelity(p, k)}
+                for p in points if p not in missing for k, v in enumerate(seeds(values[p]))]
+        return judge_rows(exp, rows)
+
+    # which points each shape reads, from the fixture's expect: (the two orders, the trend within
+    # `simple`, the ratio and the references at P=3), and which of them a group reads, from its label
+    present = {p for p in points if p not in missing}
+    expected_reads = [present, present, {p for p in present if p.startswith("simple.")},
+                      {"simple.P=3", "bounded.P=3"} & present, {"simple.P=3", "bounded.P=3"} & present]
+
+    def group_points(label, reads):
+        if not label:
+            return reads
+        if label in points:
+            return {label}
+        key, _, value = label.partition("=")
+        return {p for p in reads if (p.split(".")[0] == value if key == "scenario" else p.endswith("." + label))}
+
+    layout = {(p, k): runs[3 * i + k] for i, p in enumerate(points) for k in range(3)}
+    clean = judged(lambda p, k: "faithful")
+    got = judged(lambda p, k: layout[p, k])
+    # what each point alone, all its runs unfaithful, hides: the shapes and groups that read it
+    probes = {p: judged(lambda q, k, p=p: "unfaithful" if q == p else "faithful") for p in points if p not in missing}
+    unfaithful = {p for (p, _), f in layout.items() if f == "unfaithful" and p not in missing}
+    degraded = {p for (p, _), f in layout.items() if f == "degraded" and p not in missing} - unfaithful
+    decisive = ("valid", "invalid")
+    for i, (c, s) in enumerate(zip(clean, got)):
+        reads = {p for p, probe in probes.items() if p in probe[i]["fidelity"]["unfaithful"]}
+        assert reads <= expected_reads[i] and (reads == expected_reads[i] or missing), (s["name"], reads)
+        assert s["fidelity"] == {"unfaithful": sorted(reads & unfaithful), "degraded": sorted(reads & degraded),
+                                 "accepted": False}, s["name"]
+        hidden = c["verdict"] in decisive and bool(reads & unfaithful)
+        assert (s["verdict"], s.get("judged")) == (("not shown", c["verdict"]) if hidden else (c["verdict"], None))
+        assert len(c.get("groups") or []) == len(s.get("groups") or [])
+        for j, (cg, g) in enumerate(zip(c.get("groups") or [], s.get("groups") or [])):
+            assert cg["group"] == g["group"]
+            if cg["verdict"] not in decisive:
+                assert g["verdict"] == cg["verdict"] and "judged" not in g, (s["name"], g)
+                continue
+            group_reads = {p for p, probe in probes.items() if probe[i]["groups"][j]["verdict"] == "not shown"}
+            assert group_reads == group_points(g["group"], reads), (s["name"], g["group"], group_reads)
+            hide = bool(group_reads & unfaithful)
+            assert (g["verdict"], g.get("judged")) == (("not shown", cg["verdict"]) if hide else (cg["verdict"], None))
+    exp.accept_unfaithful = True
+    assert [(s["verdict"], s.get("groups")) for s in judged(lambda p, k: layout[p, k])] == \
+        [(c["verdict"], c.get("groups")) for c in clean]
