@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from repro_common import (HERE, load, load_model, point_summary, number, plus_minus, ours, paper, run_values,
                           ratio_cell, Column, table, seeds_line, majority_seeds, values_cell, verdicts_of,
-                          faithful_column, points_table)
+                          faithful_column, points_table, fidelity_counts)
 
 
 def _abc_table(name: str, rows: List[Tuple[str, str]], extra: List[Column]) -> str:
@@ -425,9 +425,7 @@ def abc_hops() -> str:
         return _model_cell(_scaled(ours_ms, 1.0, m["mean"])) if m and ours_ms else "–"
 
     def fidelity(r) -> str:
-        runs = (point(r).get("runs") or {}).values()
-        return " / ".join(str(sum(1 for x in runs if x.get("fidelity") == f)) for f in
-                          ("faithful", "degraded", "unfaithful")) if runs else "–"
+        return fidelity_counts([x.get("fidelity") for x in (point(r).get("runs") or {}).values()])
 
     columns: List[Column] = [
         ("model, 0.1 ms a handling (ms)", lambda r: _model_cell(model(r, 1))),
@@ -463,6 +461,67 @@ DP_DILATION_COLUMNS = [("time_gap", "time gap", "num"), ("delivery_time", "deliv
                        ("loop_lag_ms", "loop lag p99 (ms)", "num")]
 
 
+#: experiments/abc/dp-scale.yaml's infrastructures and sizes: the model's configuration of each point
+DP_SCALE_MODEL = {("tree", 155): "dp/T[3,5,5]/authors", ("ring", 155): "dp/R[31,5]/in-order",
+                  ("cluster", 155): "dp/C[31,155]/random"}
+DP_SCALE_MODEL.update({(kind, n): f"dp-{n}/{infra}" for n, per in ((310, 10), (620, 20)) for kind, infra in
+                       (("tree", f"T[3,5,{per}]/authors"), ("ring", f"R[31,{per}]/in-order"),
+                        ("cluster", f"C[31,{n}]/random"))})
+
+
+def _dilations(file: str) -> Dict[str, float]:
+    """Each scenario's time dilation in an experiment file (1 where it sets none)."""
+    import yaml
+
+    with open(os.path.join(os.path.dirname(HERE), file)) as fh:
+        scenarios = yaml.safe_load(fh)["scenarios"]
+    return {name: float(((s if isinstance(s, dict) else {}).get("set") or {}).get("time_dilation", 1))
+            for name, s in scenarios.items()}
+
+
+def abc_dp_scale() -> str:
+    """Figures 1-2 at 155, 310 and 620 components (10% sending), with the pilots of the dilation
+    each size needs (dp-scale-pilots): each point's time dilation, the model's values and ours,
+    the servers' rate, the late wake-ups and the runs' fidelity."""
+    abc = load("abc")
+    sets = [name for name in ("dp-scale", "dp-scale-pilots") if abc.get(name)]
+    if not sets:
+        return "No values yet."
+    res = load_model()["results"]
+    k = {(name, pid): v for name in sets for pid, v in _dilations(abc[name]["file"]).items()}
+    n = majority_seeds(abc["dp-scale"], ["time_gap", "delivery_time"]) if "dp-scale" in sets else 1
+
+    def model(row: Tuple[str, str], measure: str) -> str:
+        kind, size = row[1].split("-")[:2]
+        key = DP_SCALE_MODEL.get((kind, int(size)))
+        return _model_cell(res.get(key, {}).get(measure)) if key else "–"
+
+    def cell(measure: str, style: str = "num") -> Callable[[Tuple[str, str]], str]:
+        return lambda row: ours((abc[row[0]]["points"].get(row[1]) or {}).get(measure), style, n)
+
+    def fidelity(row: Tuple[str, str]) -> str:
+        return fidelity_counts([r.get("fidelity") for r in abc[row[0]]["runs"] if r.get("point") == row[1]])
+
+    columns: List[Column] = [
+        ("k", lambda row: f"{k[row]:g}"),
+        ("senders", lambda row: str(int(row[1].split("-")[1]) // 10)),
+        ("gap, model", lambda row: model(row, "time_gap")),
+        ("gap, ours", cell("time_gap")),
+        ("delivery, model", lambda row: model(row, "delivery_time")),
+        ("delivery, ours", cell("delivery_time")),
+        ("servers' pooled rate (λt = 15)", cell("server_rate")),
+        ("wake-ups late by a tenth", cell("late_share", "pct")),
+        ("runs faithful / degraded / unfaithful", fidelity),
+    ]
+    order = {"tree": 0, "ring": 1, "cluster": 2}
+    rows = sorted(k, key=lambda row: (order[row[1].split("-")[0]], int(row[1].split("-")[1]), row[0], row[1]))
+    lines = dict.fromkeys(seeds_line(abc[name], ["time_gap", "delivery_time"]) for name in sets)
+    return (" ".join(lines) + " The model: benchmarks/abc_model.py, 10 runs, the same readings (the authors' "
+            "dispatch, the testbed's relay in id order). k: the run's time dilation; the points named -k2 and -k4 "
+            "are the pilots (experiments/abc/dp-scale-pilots.yaml).\n\n"
+            + table(rows, columns, "point", lambda row: row[1]))
+
+
 #: this paper's blocks, by name (the name after `generated:` in the document)
 BLOCKS: Dict[str, Callable[[], str]] = {
     "abc/dp": abc_dp,
@@ -476,6 +535,8 @@ BLOCKS: Dict[str, Callable[[], str]] = {
     "abc/ci/bends": abc_ci_bends,
     "abc/dp-dilation": points_table("abc", "dp-dilation", DP_DILATION_COLUMNS),
     "abc/dp-dilation/verdicts": verdicts_of("abc", "dp-dilation"),
+    "abc/dp-scale": abc_dp_scale,
+    "abc/dp-scale/verdicts": verdicts_of("abc", "dp-scale"),
     "abc/model": abc_model,
     "abc/hop-cost": abc_hop_cost,
     "abc/hops": abc_hops,

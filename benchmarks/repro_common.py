@@ -182,6 +182,12 @@ def faithful_column(runs: List[Dict[str, Any]]) -> Callable[[str], str]:
     return cell
 
 
+def fidelity_counts(verdicts: Sequence[Optional[str]]) -> str:
+    """How many runs the fidelity monitor called faithful, degraded and unfaithful: "a / b / c"."""
+    verdicts = list(verdicts)
+    return " / ".join(str(verdicts.count(f)) for f in ("faithful", "degraded", "unfaithful")) if verdicts else "–"
+
+
 def point_key(point: str):
     """Points sort by scenario, then by their grid values as numbers."""
     head, _, rest = point.partition(".")
