@@ -470,13 +470,13 @@ DP_SCALE_MODEL.update({(kind, n): f"dp-{n}/{infra}" for n, per in ((310, 10), (6
 
 
 def _dilations(file: str) -> Dict[str, float]:
-    """Each scenario's time dilation in an experiment file (1 where it sets none)."""
-    import yaml
+    """Each point's time dilation in an experiment file, from its overrides as the experiment
+    resolves them (the scenario's `set:`, the grid's, the file's; 1 where none sets it)."""
+    from testbed.experiment.spec import load_experiment   # repro_common puts the repository on the path
 
-    with open(os.path.join(os.path.dirname(HERE), file)) as fh:
-        scenarios = yaml.safe_load(fh)["scenarios"]
-    return {name: float(((s if isinstance(s, dict) else {}).get("set") or {}).get("time_dilation", 1))
-            for name, s in scenarios.items()}
+    exp = load_experiment(os.path.join(os.path.dirname(HERE), file), check_points=False)
+    return {p.id: float(([o.split("=", 1)[1] for o in p.overrides if o.startswith("time_dilation=")] or [1])[-1])
+            for p in exp.points}
 
 
 def abc_dp_scale() -> str:

@@ -183,9 +183,12 @@ def faithful_column(runs: List[Dict[str, Any]]) -> Callable[[str], str]:
 
 
 def fidelity_counts(verdicts: Sequence[Optional[str]]) -> str:
-    """How many runs the fidelity monitor called faithful, degraded and unfaithful: "a / b / c"."""
-    verdicts = list(verdicts)
-    return " / ".join(str(verdicts.count(f)) for f in ("faithful", "degraded", "unfaithful")) if verdicts else "–"
+    """How many runs the fidelity monitor called faithful, degraded and unfaithful: "a / b / c"
+    ("–" when the runs predate it, as faithful_column)."""
+    from spark_analysis.fidelity import VERDICTS
+
+    judged = [v for v in verdicts if v in VERDICTS]
+    return " / ".join(str(judged.count(f)) for f in ("faithful", "degraded", "unfaithful")) if judged else "–"
 
 
 def point_key(point: str):
