@@ -489,7 +489,11 @@ def abc_dp_scale() -> str:
         return "No values yet."
     res = load_model()["results"]
     k = {(name, pid): v for name in sets for pid, v in _dilations(abc[name]["file"]).items()}
-    n = majority_seeds(abc["dp-scale"], ["time_gap", "delivery_time"]) if "dp-scale" in sets else 1
+    # one table over both files: the seeds line and the "(1 seed)" marks read the points of both,
+    # the marks going to the points with fewer seeds than the most any point has
+    both = {"points": {pid: v for name in sets for pid, v in abc[name]["points"].items()}}
+    n = max((s[m]["n"] for s in both["points"].values() for m in ("time_gap", "delivery_time")
+             if m in s and s[m].get("n")), default=1)
 
     def model(row: Tuple[str, str], measure: str) -> str:
         kind, size = row[1].split("-")[:2]
@@ -515,8 +519,7 @@ def abc_dp_scale() -> str:
     ]
     order = {"tree": 0, "ring": 1, "cluster": 2}
     rows = sorted(k, key=lambda row: (order[row[1].split("-")[0]], int(row[1].split("-")[1]), row[0], row[1]))
-    lines = dict.fromkeys(seeds_line(abc[name], ["time_gap", "delivery_time"]) for name in sets)
-    return (" ".join(lines) + " The model: benchmarks/abc_model.py, 10 runs, the same readings (the authors' "
+    return (seeds_line(both, ["time_gap", "delivery_time"]) + " The model: benchmarks/abc_model.py, 10 runs, the same readings (the authors' "
             "dispatch, the testbed's relay in id order). k: the run's time dilation; the points named -k2 and -k4 "
             "are the pilots (experiments/abc/dp-scale-pilots.yaml).\n\n"
             + table(rows, columns, "point", lambda row: row[1]))
