@@ -470,13 +470,13 @@ DP_SCALE_MODEL.update({(kind, n): f"dp-{n}/{infra}" for n, per in ((310, 10), (6
 
 
 def _dilations(file: str) -> Dict[str, float]:
-    """Each point's time dilation in an experiment file, from its overrides as the experiment
-    resolves them (the scenario's `set:`, the grid's, the file's; 1 where none sets it)."""
+    """Each point's time dilation in an experiment file: its scenario loaded with the point's
+    overrides, as a run loads it (the scenario file's own value, the `set:`s, the grid's)."""
     from testbed.experiment.spec import load_experiment   # repro_common puts the repository on the path
+    from testbed.scenario import load_scenario
 
     exp = load_experiment(os.path.join(os.path.dirname(HERE), file), check_points=False)
-    return {p.id: float(([o.split("=", 1)[1] for o in p.overrides if o.startswith("time_dilation=")] or [1])[-1])
-            for p in exp.points}
+    return {p.id: load_scenario(p.scenario.file, overrides=p.overrides).time_dilation for p in exp.points}
 
 
 def abc_dp_scale() -> str:
