@@ -5,6 +5,7 @@ recovery, the recovery buffer, and PrCast's ages, history and overflow policy.""
 from __future__ import annotations
 
 import heapq
+import os
 import random
 from typing import List, Tuple
 
@@ -68,6 +69,11 @@ def test_a_creator_numbers_its_events_itself_and_a_restart_goes_on_from_the_kept
     again.made = read_made(path)
     e = again.create()
     assert e.eid == (2, 1) and e.number == 4
+    # kept in place: the same file overwritten whole (a fixed-width field), never renamed over
+    inode = os.stat(path).st_ino
+    write_made(path, 123456789012)
+    write_made(path, 7)
+    assert read_made(path) == 7 and os.stat(path).st_ino == inode and os.path.getsize(path) == 20
     from agents.causal.causality import event_id
 
     assert event_id(e.eid) == 3 * 2 ** 32 + 1 and event_id((0, 0)) == 2 ** 32   # above any bare ticket
