@@ -270,7 +270,7 @@ def experiment(path: str, out: Optional[str] = None, seeds: Union[int, Sequence[
                set: Optional[Mapping[str, Any]] = None, hosts: Optional[Sequence[str]] = None,
                analyze: bool = True, master: Optional[str] = None, progress: bool = False,
                accept_code_changes: bool = False, accept_unfaithful: bool = False,
-               only: Sequence[str] = ()) -> Dict[str, Any]:
+               only: Sequence[str] = (), redo_unfaithful: bool = False) -> Dict[str, Any]:
     """Carry out an experiment file as `testbed experiment` does: every point x seed not complete
     yet into `out` (default runs/experiments/<name>), then (with `analyze`) one Spark analysis and
     the tables, plots, verdicts and index.html. Returns {"directory", "runs": {name: status}, and
@@ -278,7 +278,9 @@ def experiment(path: str, out: Optional[str] = None, seeds: Union[int, Sequence[
     `accept_code_changes` and `accept_unfaithful` are the command's --accept-code-changes (keep
     complete runs stale only because the code changed) and --accept-unfaithful (judge shapes on
     runs the fidelity monitor called unfaithful). `seeds` is a number N (seeds 1..N) or a list of
-    seeds, and `only` shell patterns of point names (--only): a slice of the experiment."""
+    seeds, and `only` shell patterns of point names (--only): a slice of the experiment.
+    `redo_unfaithful` makes again the complete runs the fidelity monitor called unfaithful
+    (--redo-unfaithful)."""
     from .experiment.runner import Runner
     from .experiment.spec import LOCAL, Host, load_experiment
 
@@ -294,7 +296,7 @@ def experiment(path: str, out: Optional[str] = None, seeds: Union[int, Sequence[
         exp.accept_unfaithful = True
     runner = Runner(exp, out or os.path.join("runs", "experiments", exp.name), progress=progress,
                     accept_code_changes=accept_code_changes,
-                    only=(only,) if isinstance(only, str) else tuple(only))
+                    only=(only,) if isinstance(only, str) else tuple(only), redo_unfaithful=redo_unfaithful)
     runner.execute()
     outcome: Dict[str, Any] = {"directory": runner.out, "runs": {p.name: p.status for p in runner.planned}}
     if analyze:

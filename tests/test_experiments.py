@@ -672,6 +672,56 @@ def test_a_complete_run_made_again_is_kept_until_its_remake_completes(tmp_path):
     assert ledger_entry()["status"] == "completed" and ledger_entry()["parts"]["code"] == runner.code
 
 
+def test_an_unfaithful_run_is_made_again_only_when_asked_and_the_ledger_says_why(tmp_path, capsys, monkeypatch):
+    """A complete run whose analysis called it unfaithful stays complete; --redo-unfaithful makes
+    it again (kept until the remake completes, as a stale run is), the ledger entry keeps the
+    monitor's reasons, and runs called faithful or degraded are left alone. (Stand-in runs.)"""
+    from testbed.experiment.runner import Runner
+
+    fake = tmp_path / "python-completed"
+    fake.write_text(f"#!{sys.executable}\n" + STAND_IN_RUN.format(status="completed", code=0))
+    fake.chmod(0o755)
+    exp = load_experiment(workspace(tmp_path), seeds=[1])
+    out = str(tmp_path / "out")
+    runner = Runner(exp, out, progress=False, only=("line.rate=*",))
+    planned = runner.plan()
+    assert len(planned) == 2
+    verdicts = {planned[0].name: "unfaithful", planned[1].name: "degraded"}
+    reason = "the agents' event-loop lag, 99th percentile of each agent's largest per second (ms): 333 ms"
+    entries = {}
+    for p in planned:
+        target = runner.run_dir(p.name)
+        os.makedirs(os.path.join(target, "report"))
+        with open(os.path.join(target, "manifest.json"), "w") as fh:
+            json.dump({"status": "completed"}, fh)
+        with open(os.path.join(target, "report", "results.json"), "w") as fh:
+            json.dump({"fidelity": {"verdict": verdicts[p.name], "reasons": [reason]},
+                       "messages": {"all": {"sent": 10, "delivery_ratio": 1.0}}}, fh)
+        entries[p.name] = {"status": "completed", "parts": p.parts, "point": p.point.id, "seed": 1, "wall_s": 3.0}
+    (tmp_path / "out" / "experiment.json").write_text(json.dumps(
+        {"experiment": exp.name, "runs": entries, "code": {runner.code: runner.code_files}}))
+    assert [p.status for p in Runner(exp, out, progress=False, only=("line.rate=*",)).plan()] == ["complete"] * 2
+    monkeypatch.chdir(tmp_path)
+    assert main(["experiment", workspace(tmp_path), "--out", out, "--seeds", "1", "--only", "line.rate=*",
+                 "--plan", "--redo-unfaithful"]) == 0
+    shown = capsys.readouterr().out
+    assert f"stale: unfaithful ({reason}): made again, as --redo-unfaithful asks" in shown and "1 stale run" in shown
+    runner = Runner(exp, out, progress=False, only=("line.rate=*",), redo_unfaithful=True, python=str(fake))
+    assert runner.execute() == {"completed": 1, "complete": 1}
+    ledger = json.loads((tmp_path / "out" / "experiment.json").read_text())["runs"]
+    redone, kept = planned[0].name, planned[1].name
+    assert ledger[redone]["redone_unfaithful"] == [reason] and ledger[redone]["status"] == "completed"
+    assert sorted(os.listdir(runner.run_dir(redone))) == ["made-by-the-remake", "manifest.json"]
+    assert ledger[kept] == entries[kept] and os.path.isdir(os.path.join(runner.run_dir(kept), "report"))
+    assert sorted(os.listdir(os.path.join(out, "runs"))) == sorted(verdicts)
+    # the remake is not analysed yet: nothing says it is unfaithful, so it is not made a third time
+    assert [p.status for p in Runner(exp, out, progress=False, only=("line.rate=*",), redo_unfaithful=True).plan()] \
+        == ["complete"] * 2
+    # --redo-unfaithful makes runs: with --no-run it is refused before anything is read or made
+    assert main(["experiment", workspace(tmp_path), "--out", out, "--no-run", "--redo-unfaithful"]) == 2
+    assert "--redo-unfaithful" in capsys.readouterr().err
+
+
 @pytest.mark.network
 def test_a_real_run_past_its_time_limit_is_stopped_and_its_lab_torn_down(tmp_path, no_leftovers):
     """A run told to stop at its limit stops like on Ctrl-C: status interrupted, its lab torn
@@ -894,12 +944,14 @@ def test_the_python_api_passes_the_accept_flags_as_the_command_does(tmp_path, mo
     seen = {}
 
     def execute(runner):
-        seen.update(code=runner.accept_code_changes, unfaithful=runner.exp.accept_unfaithful)
+        seen.update(code=runner.accept_code_changes, unfaithful=runner.exp.accept_unfaithful,
+                    redo=runner.redo_unfaithful)
         return {}
 
     monkeypatch.setattr(Runner, "execute", execute)
     path = workspace(tmp_path)
     tb.experiment(path, out=str(tmp_path / "out"), analyze=False)
-    assert seen == {"code": False, "unfaithful": False}
-    tb.experiment(path, out=str(tmp_path / "out"), analyze=False, accept_code_changes=True, accept_unfaithful=True)
-    assert seen == {"code": True, "unfaithful": True}
+    assert seen == {"code": False, "unfaithful": False, "redo": False}
+    tb.experiment(path, out=str(tmp_path / "out"), analyze=False, accept_code_changes=True, accept_unfaithful=True,
+                  redo_unfaithful=True)
+    assert seen == {"code": True, "unfaithful": True, "redo": True}

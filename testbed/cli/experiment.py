@@ -41,6 +41,9 @@ def register(sub) -> None:
     p.add_argument("--accept-unfaithful", action="store_true",
                    help="judge shapes on points whose runs the fidelity monitor called unfaithful (by default "
                         "such a shape is 'not shown'); the file's accept_unfaithful: true does the same")
+    p.add_argument("--redo-unfaithful", action="store_true",
+                   help="make again the complete runs the fidelity monitor called unfaithful (the machine did not "
+                        "keep up with them); each stays until its remake completes, and the ledger says why")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--plan", action="store_true", help="show the runs and which are complete; run nothing")
     mode.add_argument("--no-run", action="store_true", help="analyse the runs already complete; run nothing")
@@ -94,6 +97,8 @@ def run(args) -> int:
     from ..experiment.runner import Runner
     from ..experiment.spec import load_experiment
 
+    if args.redo_unfaithful and args.no_run:
+        raise UsageError("--redo-unfaithful makes runs again and --no-run runs nothing: give one of them")
     seeds = seeds_arg(args.seeds)
     accepted = accepted_impairments(args.accept_unemulated)
     exp = load_experiment(args.file, seeds=seeds, extra_sets=tuple(args.set), hosts=_hosts(args))
@@ -112,6 +117,7 @@ def run(args) -> int:
         raise UsageError(f"--bench-after: {args.bench_after} is not allowed (a whole number, at least 1)")
     runner = Runner(exp, out, progress=not args.quiet, accept_unemulated=accepted,
                     accept_code_changes=args.accept_code_changes, only=tuple(args.only),
+                    redo_unfaithful=args.redo_unfaithful,
                     **({"bench_after": args.bench_after} if args.bench_after else {}))
     if args.plan:
         return show_plan(runner)

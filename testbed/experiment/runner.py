@@ -31,6 +31,11 @@ group, its lab is removed and its run directory finished as `testbed clean` does
 failed: a campaign of many hours goes on past one run that hangs. A run that hangs in its
 teardown writes its threads' stacks into its directory first (testbed.run, teardown-stacks.txt).
 
+A complete run that the fidelity monitor called unfaithful (its analysis says the machine did not
+keep up: spark_analysis/fidelity.py) stays complete unless the runner is asked to redo such runs
+(`redo_unfaithful`, --redo-unfaithful): then it is made again like a stale run (kept aside until
+its remake completes), and its ledger entry keeps why, in `redone_unfaithful`.
+
 A runner may carry out a slice of the experiment: `only` keeps the points whose names match one of
 its shell-style patterns (`--only 'tree-3-5-5.k=8'`), and the experiment's seeds may be a list
 (`--seeds 4,5`); the runs outside the slice are neither planned nor touched in the ledger.
@@ -88,6 +93,8 @@ class Planned:
     entry: Dict = field(default_factory=dict)
     # a remake that did not complete: the ledger entry of the complete run it was to replace, which stays
     restored: Optional[Dict] = None
+    # why a complete run is made again for its fidelity (redo_unfaithful): the monitor's reasons
+    redo: List[str] = field(default_factory=list)
 
 
 def select_points(exp: Experiment, patterns: Tuple[str, ...] = ()) -> List[Point]:
@@ -157,8 +164,11 @@ class Runner:
     def __init__(self, exp: Experiment, out_dir: str, progress: bool = True, accept_unemulated: Tuple[str, ...] = (),
                  python: str = sys.executable, bench_after: int = BENCH_AFTER,
                  accept_code_changes: bool = False, only: Tuple[str, ...] = (),
-                 run_limit_s: Optional[float] = None, stop_grace_s: float = STOP_GRACE_S) -> None:
+                 run_limit_s: Optional[float] = None, stop_grace_s: float = STOP_GRACE_S,
+                 redo_unfaithful: bool = False) -> None:
         self.exp = exp
+        #: make again the complete runs whose analysis called them unfaithful
+        self.redo_unfaithful = redo_unfaithful
         #: the wall-clock seconds a run may take (None: from its scenario, see the module's text)
         self.run_limit_s = run_limit_s
         self.stop_grace_s = stop_grace_s
@@ -208,6 +218,10 @@ class Runner:
                 p.stale = fp.stale_reasons(entry.get("parts"), parts, code_files)
                 if p.stale and self.accept_code_changes and fp.only_the_code_differs(entry.get("parts"), parts):
                     p.kept, p.stale = p.stale, []  # the user keeps runs made by other code
+                if not p.stale and self.redo_unfaithful:
+                    p.redo = _unfaithful(self.run_dir(name))
+                    if p.redo:
+                        p.stale = [f"unfaithful ({'; '.join(p.redo)}): made again, as --redo-unfaithful asks"]
                 if not p.stale:
                     p.status = "complete"
                     p.wall_s = entry.get("wall_s")
@@ -456,6 +470,8 @@ class Runner:
         log = os.path.join(self.out, "logs", f"{p.name}.log")
         start = time.monotonic()
         p.entry = {"started": _now()}
+        if p.redo:
+            p.entry["redone_unfaithful"] = list(p.redo)
         with open(log, "wb") as fh:
             fh.write((" ".join(self.command(p, host)) + "\n").encode())
             fh.flush()
@@ -602,6 +618,18 @@ def _manifest_status(run_dir: str) -> Optional[str]:
             return json.load(fh).get("status")
     except (OSError, ValueError):
         return None
+
+
+def _unfaithful(run_dir: str) -> List[str]:
+    """The fidelity monitor's reasons when the run's analysis called it unfaithful, else []."""
+    try:
+        with open(os.path.join(run_dir, "report", "results.json")) as fh:
+            fidelity = json.load(fh).get("fidelity") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    if fidelity.get("verdict") != "unfaithful":
+        return []
+    return [str(r) for r in fidelity.get("reasons") or []] or ["no reason given"]
 
 
 def _manifest_code(run_dir: str) -> Optional[str]:
