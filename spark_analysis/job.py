@@ -163,15 +163,15 @@ def _analyze(spark, runs: List[RunInfo], prog: Progress, causal: str, use_local:
         notable = events.filter(notable_events_filter(F)).drop("_corrupt_record").toPandas()
 
     files.sort(key=lambda f: (f["run"], f["file"]))  # the report lists them in one order, whatever the engine
-    # the property checks run in a thread beside the receptions join, the measures and the plots,
-    # and the receptions tables are written in another: numpy and Arrow let go of the GIL in their
-    # loops, so the threads share the cores
     # scipy's modules are imported here, before the threads: the checks (total_order's cycles)
     # and the measures (abc's and fidelity's statistics) import them lazily, and two threads
     # importing scipy's Cython modules at once can fail with importlib's _DeadlockError (a suite
     # run's example analysis did)
     import scipy.sparse.csgraph  # noqa: F401
     import scipy.stats  # noqa: F401
+    # the property checks run in a thread beside the receptions join, the measures and the plots,
+    # and the receptions tables are written in another: numpy and Arrow let go of the GIL in their
+    # loops, so the threads share the cores
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="analysis")
     drafts: Dict[str, str] = {}  # run id -> the local directory its report is assembled in
     shared_dir: Optional[str] = None  # the comparison plots, drawn once for all the runs
