@@ -40,7 +40,7 @@ from .measures import lookup, number
 from .spec import Experiment, Measure, Point, matches
 
 __all__ = ["Data", "ci95", "lookup", "number", "summarise", "tidy", "judge", "write"]
-from .runner import Runner
+from .runner import Runner, results_file
 
 SUMMARY_COLUMNS = ("point", "scenario", "measure", "n", "mean", "sd", "ci95_low", "ci95_high", "reference",
                    "reference_low", "reference_high", "reference_source", "ratio_to_reference")
@@ -107,7 +107,7 @@ def analyse_runs(runner: Runner, master: Optional[str] = None, reanalyze: bool =
     planned = runner.plan()
     complete = [p for p in planned if p.status == "complete"]
     code = provenance.analysis_code()
-    missing = [p for p in complete if not os.path.isfile(_results_file(runner.run_dir(p.name)))]
+    missing = [p for p in complete if not os.path.isfile(results_file(runner.run_dir(p.name)))]
     older = [p for p in complete if p not in missing and p.entry.get("analysed_by") != code]
     todo = complete if reanalyze else missing + older
     if todo:
@@ -123,7 +123,7 @@ def analyse_runs(runner: Runner, master: Optional[str] = None, reanalyze: bool =
         runner.save_ledger()
     out = {}
     for p in complete:
-        with open(_results_file(runner.run_dir(p.name))) as fh:
+        with open(results_file(runner.run_dir(p.name))) as fh:
             out[p.name] = json.load(fh)
     return out
 
@@ -132,7 +132,7 @@ def read_results(runner: Runner) -> Dict[str, Dict[str, Any]]:
     """{run name: results.json} of the complete runs analysed so far (nothing is analysed here)."""
     out = {}
     for p in runner.planned or runner.plan():
-        path = _results_file(runner.run_dir(p.name))
+        path = results_file(runner.run_dir(p.name))
         if p.status == "complete" and os.path.isfile(path):
             try:
                 with open(path) as fh:
@@ -140,10 +140,6 @@ def read_results(runner: Runner) -> Dict[str, Dict[str, Any]]:
             except (OSError, ValueError):
                 continue
     return out
-
-
-def _results_file(run_dir: str) -> str:
-    return os.path.join(run_dir, "report", "results.json")
 
 
 def tidy(runner: Runner, results: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:

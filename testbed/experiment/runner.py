@@ -620,10 +620,15 @@ def _manifest_status(run_dir: str) -> Optional[str]:
         return None
 
 
+def results_file(run_dir: str) -> str:
+    """Where a run's analysis writes its results (spark_analysis: report/results.json)."""
+    return os.path.join(run_dir, "report", "results.json")
+
+
 def _unfaithful(run_dir: str) -> List[str]:
     """The fidelity monitor's reasons when the run's analysis called it unfaithful, else []."""
     try:
-        with open(os.path.join(run_dir, "report", "results.json")) as fh:
+        with open(results_file(run_dir)) as fh:
             fidelity = json.load(fh).get("fidelity") or {}
     except (OSError, ValueError, AttributeError):
         return []
