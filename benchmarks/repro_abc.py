@@ -447,7 +447,7 @@ def abc_hops() -> str:
 #: experiments/dilation/abc-tree.yaml: T[3,5,5] at k = 1 and 8 (issue 29), the paper's tree values beside
 DILATION_COLUMNS = {
     "abc-tree": [("server_rate", "servers' pooled rate (λt = 15)", "num"), ("server_rate_min", "slowest server", "num"),
-                 ("shortfall", "transmitters' shortfall beyond chance", "pct"),
+                 ("shortfall", "transmitters' shortfall beyond chance (as judged then: a share of λt)", "pct"),
                  ("late_share", "wake-ups late by a tenth of their period", "pct"),
                  ("loop_lag_ms", "loop lag p99 (ms)", "num"), ("delivery_time", "delivery time (paper ~120)", "num"),
                  ("time_gap", "time gap (paper ~1.1)", "num")],

@@ -213,8 +213,7 @@ def measures(manifest: dict, t0: int, events, host: Optional[List[dict]],
         verdict = "unknown"
     else:
         verdict = max((i["verdict"] for i in judged), key=VERDICTS.index)
-    where = {"rate_shortfall": (lambda w: f"{w['where']}, {w['achieved']:.4g} of {w['asked']:.4g} {w['unit']}")(
-        details["shortfall"])} if "shortfall" in details else {}
+    where = {"rate_shortfall": _shortfall_where(details["shortfall"])} if "shortfall" in details else {}
     reasons = [_reason(key, i, where.get(key)) for key, i in indicators.items()
                if i["verdict"] in ("degraded", "unfaithful")]
     if verdict in ("unknown", "faithful") and not windows and not host_lines:
@@ -234,6 +233,14 @@ def _level(value: float, degraded: Optional[float], unfaithful: Optional[float])
     if degraded is not None and value > degraded:
         return "degraded"
     return "faithful"
+
+
+def _shortfall_where(short: dict) -> str:
+    """Where a rate shortfall was, the rate achieved against the rate asked and, when known, the
+    share of the run the role spent transmitting (what turns the rate's share into time lost)."""
+    busy = short.get("busy_share")
+    return (f"{short['where']}, {short['achieved']:.4g} of {short['asked']:.4g} {short['unit']}"
+            + (f", transmitting {busy:.0%} of the run" if busy is not None else ""))
 
 
 def _reason(key: str, indicator: dict, where: Optional[str] = None) -> str:
@@ -453,8 +460,11 @@ def html(section: Optional[dict], out_dir: str) -> str:
                        rows))
     short = section.get("shortfall")
     if short:
+        busy = short.get("busy_share")
         parts.append(f"<p>Rate asked and achieved: {h.escape(str(short['where']))} made {short['achieved']:.4g} "
-                     f"{h.escape(str(short['unit']))} of the {short['asked']:.4g} asked.</p>")
+                     f"{h.escape(str(short['unit']))} of the {short['asked']:.4g} asked"
+                     + (f"; transmitting {busy:.1%} of the run, it lost {short['value']:.2%} of the run's time "
+                        "beyond chance" if busy is not None else "") + ".</p>")
     shaping = section.get("shaping")
     if shaping:
         worst = shaping.get("most_dropped")

@@ -59,7 +59,7 @@ MEANING = {
     "radio_tick_late_share": "the radio ticker's 99th percentile lateness, as a share of its tick",
     "radio_skipped_share": "share of the radio's scheduled ticks skipped",
     "wifi_lag_ms": "the 802.11 channel's simulator behind the wall clock, 99th percentile (ms)",
-    "rate_shortfall": "largest share by which a rate-driven role fell short of the rate asked, beyond chance",
+    "rate_shortfall": "largest share of its run a rate-driven role lost by falling short of the rate asked, beyond chance",
 }
 
 HOST_FILE = "host.jsonl"

@@ -803,7 +803,7 @@ def test_transmitters_report_each_paced_nodes_achieved_rate_and_each_groups_spre
     # pooled: 550 transmissions in 45 time units of busy time, and the one-sided 95% bound of a Gamma(550) time
     assert tx["servers"] == {"nodes": 3, "transmitting": 3, "transmissions": 550, "min_rate": pytest.approx(10),
                              "median_rate": pytest.approx(12), "max_rate": pytest.approx(15), "target_rate": 15.0,
-                             "pooled_rate": pytest.approx(550 / 45),
+                             "run_time_units": pytest.approx(300), "pooled_rate": pytest.approx(550 / 45),
                              "pooled_rate_high95": pytest.approx(chi2.ppf(0.95, 1100) / 90)}
     assert tx["components"]["transmitting"] == 1 and tx["components"]["median_rate"] == pytest.approx(1.5)
 

@@ -292,7 +292,9 @@ def test_a_run_measures_its_fidelity_a_paused_node_does_not_spoil_it_and_an_over
 def test_paced_transmitters_short_of_lambda_t_beyond_chance_spoil_the_run_and_chance_does_not():
     """AbC's transmitters (spark_analysis/protocols/abc.py): n exponential services of mean 1/λt
     take a Gamma(n) time, so a group's pooled rate has an exact interval; the shortfall counts
-    only beyond its upper bound. Seeded draws at λt stay within it; a group 10% slow does not."""
+    only beyond its upper bound, as the time it lost over the time the group ran. Seeded draws at
+    λt stay within it; servers 10% slow all run lose ~5-10% of it; components as slow that
+    transmit a tenth of the run lose a tenth of that."""
     import numpy as np
 
     from spark_analysis.protocols import abc
@@ -301,13 +303,48 @@ def test_paced_transmitters_short_of_lambda_t_beyond_chance_spoil_the_run_and_ch
     lam, n = 15.0, 2000
     on_time = abc.pooled_rate(n, float(rng.exponential(1 / lam, n).sum()))
     assert on_time["pooled_rate_high95"] > lam * 0.98
-    slow = abc.pooled_rate(n, float(rng.exponential(1 / (0.9 * lam), n).sum()))
-    section = {"transmitters": {"nodes": {}, "servers": {"target_rate": lam, **slow},
-                                "components": {"target_rate": lam, **on_time}}}
+    slow_busy = float(rng.exponential(1 / (0.9 * lam), n).sum())
+    slow = dict(abc.pooled_rate(n, slow_busy), transmissions=n)
+    section = {"transmitters": {"nodes": {}, "servers": {"target_rate": lam, **slow, "run_time_units": slow_busy},
+                                "components": {"target_rate": lam, **on_time, "transmissions": n,
+                                               "run_time_units": 10 * n / lam}}}
     worst = abc.shortfall(section)
     assert worst["where"] == "AbC servers" and 0.05 < worst["value"] < 0.1 and worst["asked"] == lam
+    assert worst["busy_share"] == pytest.approx(1) and worst["value"] <= worst["rate_short"]
     judged = fidelity.measures(_manifest(), T0, _windows(), _host(), [worst, None])
     assert judged["verdict"] == "unfaithful" and judged["shortfall"]["where"] == "AbC servers"
-    few = abc.pooled_rate(20, 20 / (0.8 * lam))  # 20 % slow, but 20 transmissions cannot tell
-    assert abc.shortfall({"transmitters": {"servers": {"target_rate": lam, **few}}})["value"] == 0.0
+    assert "transmitting 100% of the run" in " ".join(judged["reasons"])
+    # the same slow group transmitting a tenth of the run: the rate is as short, the time lost a tenth
+    section["transmitters"]["servers"]["run_time_units"] = 10 * slow_busy
+    tenth = abc.shortfall(section)
+    assert tenth["rate_short"] == worst["rate_short"] and tenth["value"] == pytest.approx(worst["value"] / 10)
+    assert fidelity.measures(_manifest(), T0, _windows(), _host(), [tenth])["verdict"] == "faithful"
+    # without the run's duration the rate's share is all there is
+    del section["transmitters"]["servers"]["run_time_units"]
+    assert abc.shortfall(section)["value"] == worst["rate_short"] and abc.shortfall(section)["busy_share"] is None
+    few = dict(abc.pooled_rate(20, 20 / (0.8 * lam)), transmissions=20)  # 20 % slow, but 20 cannot tell
+    assert abc.shortfall({"transmitters": {"servers": {"target_rate": lam, **few, "run_time_units": 2}}})["value"] == 0.0
     assert abc.shortfall({"transmitters": {"nodes": {}}}) is None and abc.shortfall(None) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 100_000), busy=st.floats(0.01, 1e5), idle=st.floats(0, 1e6),
+       lam=st.floats(0.1, 100), unit=st.sampled_from([0.001, 0.1, 1.0, 60.0]))
+def test_the_shortfall_is_the_time_lost_never_more_than_the_rate_short_in_any_unit(n, busy, idle, lam, unit):
+    """Over any group: the value is n·(1/λ⁺ − 1/λt) over the time run, between 0 and the rate's
+    own share short times the share of the run busy; told in another time unit (rates and times
+    scaled together) it is the same, so the reading does not hang on the unit a scenario picks."""
+    from spark_analysis.protocols import abc
+
+    def judged(scale):
+        g = dict(abc.pooled_rate(n, busy * scale), transmissions=n, target_rate=lam / scale,
+                 run_time_units=(busy + idle) * scale)
+        return abc.shortfall({"transmitters": {"servers": g}})
+
+    short = judged(1.0)
+    high = abc.pooled_rate(n, busy)["pooled_rate_high95"]
+    assert short["value"] == pytest.approx(max(0.0, n * (1 / high - 1 / lam)) / (busy + idle), rel=1e-9, abs=1e-12)
+    assert 0 <= short["value"] <= short["rate_short"] * short["busy_share"] * (1 + 1e-9) + 1e-12
+    assert short["busy_share"] == pytest.approx(busy / (busy + idle))
+    assert judged(unit)["value"] == pytest.approx(short["value"], rel=1e-6, abs=1e-12)
+

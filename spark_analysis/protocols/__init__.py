@@ -18,8 +18,9 @@ A protocol analysis module declares:
 - optionally checks(section) -> list: property checks it judges from its own inputs (results in
   the checks' shape, spark_analysis/checks/verdict.py), added to the run's checks after the
   registry's (the causal analysis's ticket uniqueness, from logged ticket changes);
-- optionally shortfall(section) -> dict or None: how far a rate-driven role of the family fell
-  short of the rate asked, beyond chance ({"value": share, "where", "achieved", "asked", "unit"}),
+- optionally shortfall(section) -> dict or None: the share of its run a rate-driven role of the
+  family lost by falling short of the rate asked, beyond chance ({"value": share, "where",
+  "achieved", "asked", "unit", and optionally "busy_share", the share of the run it transmitted}),
   for the run's fidelity (spark_analysis/fidelity.py; the AbC paced transmitters against λt).
 """
 

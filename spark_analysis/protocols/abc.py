@@ -45,8 +45,10 @@ From the logs (what the components handled in id order, not first copies on the 
 - `transmitters`: from the `abc transmitter` state events of paced nodes (agents/abc/common.py,
   Transmitter): per node its transmissions, busy time and achieved rate (transmissions per time
   unit of busy time, the node's own `time_unit_ms`), and per group (`servers`, `components`) the
-  nodes that transmitted, their min / median / max achieved rate and the target λt
-  (`transmission_rate`, when the group shares one).
+  nodes that transmitted, their min / median / max achieved rate, the target λt
+  (`transmission_rate`, when the group shares one), the pooled rate over all their busy time with
+  the upper end of its one-sided 95% interval, and `run_time_units`, the workload's length in
+  time units summed over the members that transmitted (what `shortfall` divides the time lost by).
 
 Times are in ms and, when the components declare `time_unit_ms`, in the paper's time units too.
 
@@ -244,12 +246,14 @@ def transmitters(manifest: dict, rows: Optional[pd.DataFrame]) -> Optional[Dict[
         total = made.setdefault(node, [0, 0])  # a node restarted mid-run logs at each stop: they add up
         total[0] += int(n)
         total[1] += int(busy)
+    def unit_s(node: str) -> float:
+        return float(((nodes.get(node) or {}).get("params") or {}).get("time_unit_ms", 1000)) / 1000
+
+    duration = (manifest.get("scenario") or {}).get("duration_s")
     per: Dict[str, Dict[str, object]] = {}
     for node, (n, busy) in sorted(made.items()):
-        params = (nodes.get(node) or {}).get("params") or {}
-        unit_s = float(params.get("time_unit_ms", 1000)) / 1000
         per[node] = {"transmissions": n, "busy_s": busy / 1e9,
-                     "rate": n / (busy / 1e9 / unit_s) if busy > 0 else None}
+                     "rate": n / (busy / 1e9 / unit_s(node)) if busy > 0 else None}
     out: Dict[str, object] = {"nodes": per}
     for group, roles in (("servers", SERVER_ROLES), ("components", COMPONENT_ROLES)):
         members = [n for n in per if (nodes.get(n) or {}).get("role") in roles]
@@ -258,14 +262,16 @@ def transmitters(manifest: dict, rows: Optional[pd.DataFrame]) -> Optional[Dict[
         rates = np.array([per[n]["rate"] for n in members if per[n]["rate"] is not None], dtype=float)
         targets = {float(((nodes.get(n) or {}).get("params") or {}).get("transmission_rate") or 0) for n in members}
         total = int(sum(per[n]["transmissions"] for n in members))
-        units = sum(per[n]["busy_s"] / (float(((nodes.get(n) or {}).get("params") or {}).get("time_unit_ms", 1000))
-                                        / 1000) for n in members)
+        units = sum(per[n]["busy_s"] / unit_s(n) for n in members)
+        # the workload's length in each transmitting member's time units, summed: the time the group ran
+        run_units = (sum(float(duration) / unit_s(n) for n in members if per[n]["transmissions"] > 0)
+                     if duration is not None else None)
         out[group] = {"nodes": len(members), "transmitting": int(len(rates)), "transmissions": total,
                       "min_rate": float(rates.min()) if len(rates) else None,
                       "median_rate": float(np.median(rates)) if len(rates) else None,
                       "max_rate": float(rates.max()) if len(rates) else None,
                       "target_rate": targets.pop() if len(targets) == 1 and 0 not in targets else None,
-                      **pooled_rate(total, units)}
+                      "run_time_units": run_units, **pooled_rate(total, units)}
     return out
 
 
@@ -283,17 +289,30 @@ def pooled_rate(transmissions: int, busy_units: float) -> Dict[str, Optional[flo
 
 
 def shortfall(section: Optional[dict]) -> Optional[Dict[str, object]]:
-    """Fidelity's rate shortfall (spark_analysis/fidelity.py): the largest share by which a group of
-    paced transmitters fell short of λt beyond chance (1 − the pooled rate's upper 95% bound / λt,
-    0 when within it); None when no group is paced."""
+    """Fidelity's rate shortfall (spark_analysis/fidelity.py): the largest share of its run's time a
+    group of paced transmitters lost by falling short of λt beyond chance. n transmissions at the
+    upper 95% bound λ⁺ of the pooled rate take n/λ⁺ time units where λt asks n/λt; the difference,
+    over the time the group ran (the workload's length summed over its transmitting members, or its
+    busy time if longer), is the value: 0 within chance, and never more than the rate's own share
+    short (1 − λ⁺/λt, `rate_short`, the value when the run has no duration). A group that transmits
+    a tenth of the run and is 20% slow lost about 2% of it; a server busy all run, 20% of it. None
+    when no group is paced."""
     worst = None
     for group, g in ((section or {}).get("transmitters") or {}).items():
         if group == "nodes" or not isinstance(g, dict) or not g.get("target_rate") or g.get("pooled_rate") is None:
             continue
-        value = max(0.0, 1 - g["pooled_rate_high95"] / g["target_rate"])
+        target, high, n = g["target_rate"], g["pooled_rate_high95"], g["transmissions"]
+        rate_short = max(0.0, 1 - high / target)
+        busy = n / g["pooled_rate"]
+        run = g.get("run_time_units")
+        if run:
+            ran = max(run, busy)
+            value, busy_share = max(0.0, n * (1 / high - 1 / target)) / ran, busy / ran
+        else:
+            value, busy_share = rate_short, None
         if worst is None or value > worst["value"]:
-            worst = {"value": value, "where": f"AbC {group}", "achieved": g["pooled_rate"], "asked": g["target_rate"],
-                     "unit": "transmissions per time unit"}
+            worst = {"value": value, "where": f"AbC {group}", "achieved": g["pooled_rate"], "asked": target,
+                     "unit": "transmissions per time unit", "rate_short": rate_short, "busy_share": busy_share}
     return worst
 
 
