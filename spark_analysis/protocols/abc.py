@@ -246,6 +246,7 @@ def transmitters(manifest: dict, rows: Optional[pd.DataFrame]) -> Optional[Dict[
         total = made.setdefault(node, [0, 0])  # a node restarted mid-run logs at each stop: they add up
         total[0] += int(n)
         total[1] += int(busy)
+
     def unit_s(node: str) -> float:
         return float(((nodes.get(node) or {}).get("params") or {}).get("time_unit_ms", 1000)) / 1000
 
