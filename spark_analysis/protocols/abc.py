@@ -247,8 +247,11 @@ def transmitters(manifest: dict, rows: Optional[pd.DataFrame]) -> Optional[Dict[
         total[0] += int(n)
         total[1] += int(busy)
 
+    def params(node: str) -> dict:
+        return (nodes.get(node) or {}).get("params") or {}
+
     def unit_s(node: str) -> float:
-        return float(((nodes.get(node) or {}).get("params") or {}).get("time_unit_ms", 1000)) / 1000
+        return float(params(node).get("time_unit_ms", 1000)) / 1000
 
     duration = (manifest.get("scenario") or {}).get("duration_s")
     per: Dict[str, Dict[str, object]] = {}
@@ -261,7 +264,7 @@ def transmitters(manifest: dict, rows: Optional[pd.DataFrame]) -> Optional[Dict[
         if not members:
             continue
         rates = np.array([per[n]["rate"] for n in members if per[n]["rate"] is not None], dtype=float)
-        targets = {float(((nodes.get(n) or {}).get("params") or {}).get("transmission_rate") or 0) for n in members}
+        targets = {float(params(n).get("transmission_rate") or 0) for n in members}
         total = int(sum(per[n]["transmissions"] for n in members))
         units = sum(per[n]["busy_s"] / unit_s(n) for n in members)
         # the workload's length in each transmitting member's time units, summed: the time the group ran
