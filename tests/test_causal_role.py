@@ -258,8 +258,9 @@ def test_reduced_churn_excludes_every_fault_reuses_tickets_after_the_block_and_k
     # a ticket changes hands at a join: the joiner's events under it against every count made
     # under it before. The joiner may be the ticket's own earlier holder (m5, started again, is
     # often given back the ticket it left with: the same creator on both sides, which a test
-    # reading consecutive creators missed in CI); tickets 3 and 7, which nobody held in the
-    # initial ring, may go to j1 and j2, but m5 joins when every free ticket has had an owner
+    # reading consecutive creators missed in CI). Three joins (j1, j2, m5 again) and two tickets
+    # nobody held in the initial ring (3 and 7): at least one join is given a ticket that had an
+    # owner, once m5 is served (which the test asserts below)
     joins = [(e["s"], e["node"], e["ticket"]) for es in logs.values() for e in es
              if e["event"] == "state" and e.get("state") == "causal ticket" and e.get("why") == "joined"]
     turns = []
