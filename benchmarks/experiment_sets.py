@@ -148,7 +148,9 @@ def main(description: str, files: Dict[str, Union[str, Tuple[str, Sequence[str]]
     `--no-run --add` pools the runs it completed."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--set", choices=[*files, "all"], default=default)
-    parser.add_argument("--seeds", help="seeds 1..N per point, or a list of seeds (2,3) (default: the files')")
+    parser.add_argument("--seeds", metavar="N|S,S,...",
+                        help="seeds 1..N per point, or a list of seeds (2,3; 3, for seed 3 alone: a bare 3 is "
+                             "seeds 1 to 3) (default: the files')")
     parser.add_argument("--only", action="append", default=[], metavar="PATTERN",
                         help="only the points whose names match (testbed experiment --only; repeatable)")
     parser.add_argument("--add", action="store_true",
