@@ -17,6 +17,7 @@ from .sent import sent_frame
 
 
 def type_name(code) -> str:
+    """The MessageType name of a type code, TYPE_<code> for a code no MessageType has."""
     try:
         return MessageType(int(code)).name
     except (ValueError, TypeError):
