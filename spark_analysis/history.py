@@ -141,7 +141,7 @@ class _Lazy:
 
 def prepared_history(d, manifest: dict) -> Prepared:
     """The checks' Prepared history of one run straight from the analysis's integer codes
-    (metrics.RunData), without a string per row. Messages are named origin:seq:type.
+    (codes.RunData), without a string per row. Messages are named origin:seq:type.
 
     Only application messages are judged: sends of the data types (reduce.DATA_TYPES) and of any
     type some node delivers. A protocol's control messages (an AbC request, a gossip pull) are

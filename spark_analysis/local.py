@@ -7,7 +7,7 @@ first, dealt out over the cores. Each task:
   (pyarrow) and reduces it (spark_analysis.reduce) to its receptions, wire sends and packet counts;
 - for a log: reads it (spark_analysis.logreader), writes its rows of events.parquet and keeps its
   application sends (with their intended receivers), deliveries, its sent counts (every send,
-  relays included, per node, type and relayed: spark_analysis.metrics.sent_counts) and the few
+  relays included, per node, type and relayed: spark_analysis.sent.sent_counts) and the few
   events the results need in full (the roles' errors, the state events protocol analyses read).
 
 A run whose process was killed and that `testbed clean` has not finished yet is read as it was
@@ -63,7 +63,7 @@ class Inputs:
     packets: object             # pandas: packet counts per (run, node, type, direction, second)
     notable: object             # pandas: the errors and the protocol analyses' state events, every column
     undeclared: Dict[str, List[str]]  # run id -> log fields no declaration names
-    sent: object                # pandas: send events counted per (run, node, type, relayed) (metrics.SENT_COLUMNS)
+    sent: object                # pandas: send events counted per (run, node, type, relayed) (sent.SENT_COLUMNS)
 
 
 def read_inputs(spark, runs: List[RunInfo], partial: Dict[str, str]) -> Inputs:
@@ -266,14 +266,14 @@ def log_task(info: dict, path: str) -> dict:
 
 
 def transmissions_array(to):
-    """metrics.transmissions of each value of a `to` column (Arrow strings), as an int64 numpy
+    """sent.transmissions of each value of a `to` column (Arrow strings), as an int64 numpy
     array: worked out once per distinct value (a log holds few: "broadcast", names, the lists
     its IP gossip drew)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .metrics import transmissions
+    from .sent import transmissions
 
     if not len(to):
         return np.zeros(0, np.int64)
@@ -286,12 +286,12 @@ def transmissions_array(to):
 def sent_counts(table):
     """A log's send events, relays included, counted per (run, node, type, relayed = hops > 0):
     messages, transmissions, datagrams (frags x transmissions) and bytes (bytes x transmissions),
-    the columns metrics.SENT_COLUMNS names (Spark's grouping is metrics.sent_counts)."""
+    the columns sent.SENT_COLUMNS names (Spark's grouping is sent.sent_counts)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .metrics import SENT_COLUMNS, SENT_COUNTS
+    from .sent import SENT_COLUMNS, SENT_COUNTS
 
     sends = table.filter(pc.equal(table.column("event"), "send"))
     tx = pa.array(transmissions_array(sends.column("to")), pa.int64())
@@ -308,7 +308,7 @@ def sent_counts(table):
 
 def _names_encoded(table):
     """The node and type names as dictionary columns: the driver codes a file's few distinct
-    names instead of hashing millions of strings (metrics.Names.encode)."""
+    names instead of hashing millions of strings (codes.Names.encode)."""
     import pyarrow.compute as pc
 
     for i, name in enumerate(table.column_names):
@@ -383,7 +383,7 @@ def _gather(runs: List[RunInfo], plan, summaries: List[dict]) -> Inputs:
 
     from .inputs import packet_schema_arrow
     from .logreader import arrow_schema
-    from .metrics import SENT_COUNTS, sent_frame
+    from .sent import SENT_COUNTS, sent_frame
 
     for r in runs:  # a run without rows still gets readable (empty) tables
         info = plan[r.uri]

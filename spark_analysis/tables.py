@@ -1,5 +1,5 @@
 """The Parquet tables the analysis computes in the driver from a run's integer codes
-(spark_analysis.metrics.RunData), beside the packets and events tables the readers write:
+(spark_analysis.codes.RunData), beside the packets and events tables the readers write:
 receptions.parquet and messages.parquet (docs/ANALYSIS.md)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .checks.arrays import unique
-from .metrics import FOREIGN_TYPE, RunData, group_stats
+from .codes import FOREIGN_TYPE, RunData, group_stats
 
 
 def messages_table(d: RunData):

@@ -313,7 +313,7 @@ ODD_LOGS = [b'{"t":1,"node":"a","msg":"2024-01-01"}\n{"t":2,"node":"b","msg":"x"
             ODD_LOG_LINES]
 
 
-#: `to` as the events table holds it -> the transmissions the send stands for (metrics.transmissions)
+#: `to` as the events table holds it -> the transmissions the send stands for (sent.transmissions)
 TO_TRANSMISSIONS = [(None, 1), ("broadcast", 1), ("c2", 1), ('["c2"]', 1), ('["c2","c3","c4"]', 3),
                     ('["c2", "c3"]', 2), ("[]", 0), ('["c1",{"x":[1,"]"]}]', 2), ("[5,6]", 2),
                     ("[not json", 1), ('{"a":1}', 1)]
@@ -323,7 +323,7 @@ def test_a_send_is_one_transmission_per_node_it_names_and_one_for_a_broadcast():
     import pyarrow as pa
 
     from spark_analysis.local import transmissions_array
-    from spark_analysis.metrics import transmissions
+    from spark_analysis.sent import transmissions
 
     for to, n in TO_TRANSMISSIONS:
         assert transmissions(to) == n, to
@@ -361,7 +361,7 @@ def test_spark_counts_transmissions_by_the_same_rule(spark):
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from spark_analysis.metrics import transmissions_column
+    from spark_analysis.sent import transmissions_column
 
     df = spark.createDataFrame([(i, to) for i, (to, _) in enumerate(TO_TRANSMISSIONS)], "i long, to string")
     got = {r["i"]: r["n"] for r in df.select("i", transmissions_column(F, T).alias("n")).collect()}

@@ -703,12 +703,12 @@ def test_order_by_orders_rows_as_lexsort_does(keys):
 
 
 def _run_data(manifest: dict, orders: Sequence[int]):
-    """A run's codes (metrics.RunData) as the analysis collects them: n1 sends one ABC_DATA per
+    """A run's codes (codes.RunData) as the analysis collects them: n1 sends one ABC_DATA per
     number in `orders` to n2 and n3, which deliver each."""
     import pyarrow as pa
 
     from spark_analysis.inputs import RunInfo
-    from spark_analysis.metrics import RunData
+    from spark_analysis.codes import RunData
 
     k = len(orders)
     sends = pa.table({"run": ["r"] * k, "origin": ["n1"] * k, "seq": list(range(1, k + 1)),

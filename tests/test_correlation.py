@@ -1,5 +1,5 @@
 """Receive-side matching (agents/abc/correlation.py): Algorithm 1's radix-tree schemas, the radix
-trees, the session store against a naive scan, and general predicates."""
+trees, the session store against a naive scan, and general predicates (agents/abc/predicates.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.abc import correlation
-from agents.abc.correlation import (FALSE, TRUE, And, Compare, Contains, CorrelationStore, Matcher, Not, OneOf, Or,
-                                    RadixTree, chain_order, equality_key, evaluate, from_json, radix_tree_chains,
-                                    radix_tree_orders, to_json)
+from agents.abc.correlation import (CorrelationStore, Matcher, RadixTree, chain_order, radix_tree_chains,
+                                    radix_tree_orders)
+from agents.abc.predicates import (FALSE, TRUE, And, Compare, Contains, Not, OneOf, Or, equality_key, evaluate,
+                                   from_json, to_json)
 
 LETTERS = "abcdefgh"
 

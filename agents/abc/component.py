@@ -45,7 +45,7 @@ from typing import Any, Deque, Dict, List, Optional, Tuple
 from ..roles import MAX_BODY_BYTES, MAX_COUNT, MAX_SECONDS, is_number, number_at_least, whole_at_least
 from ..runtime import Role
 from ..wire import Header, MessageType
-from . import correlation
+from . import correlation, predicates
 from .common import (COMPONENT, RATE_PARAMS, TRANSMITTER_FIELDS, positive, Structure, StructureError, Transmitter,
                      WaitingQueue, decode, encode)
 from .common import PROMISES  # noqa: F401 (the registry reads it)
@@ -56,7 +56,7 @@ WORKLOADS = ("data-providers", "communication-intensive", "none")
 
 def _predicate_ok(value: Any) -> bool:
     try:
-        correlation.from_json(value)
+        predicates.from_json(value)
     except (ValueError, TypeError, KeyError):
         return False
     return True
@@ -262,7 +262,7 @@ class Component(Role):
             header, body, sender = self.W.pop()
             message = decode(body)
             try:
-                accepted = correlation.evaluate(message.get("predicate", True), self.attributes)
+                accepted = predicates.evaluate(message.get("predicate", True), self.attributes)
             except (ValueError, TypeError, KeyError):
                 accepted = False
             self.agent.deliver(header, sender=sender, order=self.nid, accepted=accepted)

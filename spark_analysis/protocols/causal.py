@@ -59,7 +59,8 @@ from ..checks.creators import check_event_identity
 from ..checks.tickets import check_ticket_uniqueness
 from ..history import down_intervals
 from ..html import fmt, table
-from ..metrics import SENT_COLUMNS, stats_ms
+from ..metrics import stats_ms
+from ..sent import SENT_COLUMNS
 
 NAME = "causal"
 ROLES = (ROLE_NAME,)

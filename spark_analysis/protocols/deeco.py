@@ -3,7 +3,7 @@ reports on DEECo gossip (/work/shared/papers/deeco-gossip-manet.txt, chapter 7) 
 `deeco-node` and `deeco-grouper` roles (agents/deeco/), and its report section.
 
 - `messages` (Tables 5, Figures 28, 31, 35: "the total number of sent messages"), from the run's
-  sent counts (every send event, relays included: spark_analysis.metrics.sent_counts): the
+  sent counts (every send event, relays included: spark_analysis.sent.sent_counts): the
   knowledge publications (GOSSIP_KNOWLEDGE, hop 0), the `rebroadcasts` (GOSSIP_KNOWLEDGE relayed:
   Rule 12's and the pulled ones of Rule 24, and a grouper's forwards round its ring), `headers`
   (GOSSIP_HEADERS), `pulls` (GOSSIP_PULL) and `groups` (GOSSIP_GROUPS, the groupers' member
@@ -48,7 +48,8 @@ from agents.deeco.node import ROLES as DEECO_ROLES
 from agents.wire import MessageType
 
 from ..html import escape, fmt, table
-from ..metrics import SENT_COLUMNS, nice_step, stats_ms
+from ..metrics import nice_step, stats_ms
+from ..sent import SENT_COLUMNS
 
 NAME = "deeco"
 ROLES = DEECO_ROLES
