@@ -537,10 +537,11 @@ def abc_ci_dilation() -> str:
     n_ci = majority_seeds(abc["ci"], ["time_gap", "delivery_time"]) if undilated else 0
     res = load_model()["results"]
     k = _dilations(exp["file"])
-    rows = sorted(exp["points"], key=lambda pid: int(pid.split("-")[1].split(".")[0]))
 
-    def servers(pid: str) -> str:
+    def servers(pid: str) -> str:   # cluster-10.k=4 -> 10
         return pid.split("-")[1].split(".")[0]
+
+    rows = sorted(exp["points"], key=lambda pid: int(servers(pid)))
 
     def here(measure: str, style: str = "num") -> Callable[[str], str]:
         return lambda pid: ours(exp["points"][pid].get(measure), style, n)
@@ -548,10 +549,11 @@ def abc_ci_dilation() -> str:
     def model(measure: str) -> Callable[[str], str]:
         return lambda pid: _model_cell(res.get(f"ci/C[{servers(pid)},155]/random", {}).get(measure))
 
+    # ci.yaml's point of each cluster under the authors' dispatch, where its runs have that dispatch
+    match = {pid: _emulated_point("ci", f"C[{servers(pid)},155]", "random") for pid in rows}
+
     def k1(measure: str) -> Callable[[str], str]:
-        # ci.yaml's cluster-S is the authors' dispatch once it has both dispatches (see abc_ci)
-        ok = "cluster-10-free" in undilated
-        return lambda pid: ours(undilated.get(f"cluster-{servers(pid)}", {}).get(measure), "num", n_ci) if ok else "–"
+        return lambda pid: ours(undilated.get(match[pid][1], {}).get(measure), "num", n_ci) if match[pid] else "–"
 
     def fidelity(pid: str) -> str:
         return fidelity_counts([r.get("fidelity") for r in exp["runs"] if r.get("point") == pid])

@@ -160,7 +160,10 @@ def values_cell(values: Sequence[Optional[float]], style: str = "num", seeds: Op
 
 def verdicts_of(paper_name: str, name: str) -> Callable[[], str]:
     """The verdicts of one stored experiment ("No values yet." until it has run)."""
-    return lambda: verdicts(load(paper_name)[name]) if load(paper_name).get(name) else "No values yet."
+    def make() -> str:
+        exp = load(paper_name).get(name)
+        return verdicts(exp) if exp else "No values yet."
+    return make
 
 
 def ours_column(points: Dict[str, Any], measure: str, style: str, seeds: int) -> Callable[[str], str]:
