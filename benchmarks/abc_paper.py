@@ -5,7 +5,7 @@ both dispatch readings, R[5,31], R[31,5], T[5,2,5], T[3,5,5]; 5 seeds) and dp-sc
 providers at 155, 310 and 620 components under time dilation; 3 seeds; dp-scale-pilots.yaml, one
 seed of the dilations first tried) and dp-dilation.yaml (the data-provider ring and tree at time
 dilation 1, 2 and 4; 3 seeds) and ci-dilation.yaml (the communication-intensive C[10,155] and
-C[31,155] at time dilation 4; 3 seeds), 2000 time units of 100 ms.
+C[31,155] at time dilation 4; 5 seeds), 2000 time units of 100 ms.
 
     python benchmarks/abc_paper.py [--set dp|ci|ring-time-unit|dp-scale|dp-scale-pilots|dp-dilation|ci-dilation|all] [--seeds N|S,S] [--only PATTERN] [--add] [--no-run]
 
