@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from repro_common import (HERE, load, load_model, point_summary, number, plus_minus, ours, paper, run_values,
                           ratio_cell, Column, table, seeds_line, majority_seeds, values_cell, verdicts_of,
-                          faithful_column, points_table, fidelity_counts)
+                          faithful_column, points_table, fidelity_counts, ours_column)
 
 
 def _abc_table(name: str, rows: List[Tuple[str, str]], extra: List[Column]) -> str:
@@ -543,9 +543,6 @@ def abc_ci_dilation() -> str:
 
     rows = sorted(exp["points"], key=lambda pid: int(servers(pid)))
 
-    def here(measure: str, style: str = "num") -> Callable[[str], str]:
-        return lambda pid: ours(exp["points"][pid].get(measure), style, n)
-
     def model(measure: str) -> Callable[[str], str]:
         return lambda pid: _model_cell(res.get(f"ci/C[{servers(pid)},155]/random", {}).get(measure))
 
@@ -562,16 +559,16 @@ def abc_ci_dilation() -> str:
         ("k", lambda pid: f"{k[pid]:g}"),
         ("gap, paper", lambda pid: ABC_PAPER[("ci", f"C[{servers(pid)},155]")][0]),
         ("gap, model", model("time_gap")),
-        ("gap, ours", here("time_gap")),
+        ("gap, ours", ours_column(exp["points"], "time_gap", "num", n)),
         (f"gap, ours undilated ({n_ci} seeds, unfaithful)", k1("time_gap")),
         ("delivery, paper", lambda pid: ABC_PAPER[("ci", f"C[{servers(pid)},155]")][1]),
         ("delivery, model", model("delivery_time")),
-        ("delivery, ours", here("delivery_time")),
+        ("delivery, ours", ours_column(exp["points"], "delivery_time", "num", n)),
         ("delivery, ours undilated", k1("delivery_time")),
-        ("servers' pooled rate (λt = 15)", here("server_rate")),
-        ("slowest server", here("server_rate_min")),
-        ("wake-ups late by a tenth", here("late_share", "pct")),
-        ("loop lag p99 (ms)", here("loop_lag_ms")),
+        ("servers' pooled rate (λt = 15)", ours_column(exp["points"], "server_rate", "num", n)),
+        ("slowest server", ours_column(exp["points"], "server_rate_min", "num", n)),
+        ("wake-ups late by a tenth", ours_column(exp["points"], "late_share", "pct", n)),
+        ("loop lag p99 (ms)", ours_column(exp["points"], "loop_lag_ms", "num", n)),
         ("runs faithful / degraded / unfaithful", fidelity),
     ]
     return (seeds_line(exp, ["time_gap", "delivery_time"]) + " The model: benchmarks/abc_model.py, 10 runs, the "
