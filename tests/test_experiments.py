@@ -57,6 +57,13 @@ expect:
 """
 
 
+#: the sweep of the real runs below judges its shapes whatever the fidelity monitor says: what it
+#: measures (probes sent) is a count that a busy machine does not change, and a noisy machine (CI's)
+#: can call a 3-second run unfaithful from 3 of its 45 paced wake-ups late; test_fidelity.py and
+#: test_shapes.py test the verdict and what an unfaithful run does to the shapes
+SWEEP = EXPERIMENT + "accept_unfaithful: true\n"
+
+
 def workspace(tmp_path, experiment: str = EXPERIMENT, scenario: str = SCENARIO) -> str:
     (tmp_path / "topologies").mkdir(exist_ok=True)
     (tmp_path / "scenarios").mkdir(exist_ok=True)
@@ -389,7 +396,7 @@ def _testbed(cwd, *args, **kwargs):
 @pytest.mark.network
 def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed(tmp_path, no_leftovers, monkeypatch,
                                                                                   capsys, spark):
-    path = workspace(tmp_path)
+    path = workspace(tmp_path, SWEEP)
     out = tmp_path / "runs" / "experiments" / "small-sweep"
     proc = _testbed(tmp_path, "experiment", path)
     deadline = time.monotonic() + 180
@@ -417,8 +424,11 @@ def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed
 
     runs = pd.read_parquet(out / "runs.parquet")
     assert sorted(runs["run"]) == sorted(["line.rate=5-s1", "line.rate=20-s1", "line.rate=5-s2", "line.rate=20-s2"])
-    # each run's fidelity, counted in the summary (light runs: the machine keeps up, or is busy at times)
-    assert set(runs["fidelity"]) <= {"faithful", "degraded"} and "fidelity: " in stdout
+    # each run's fidelity, counted in the summary line as the runs' table has it
+    counts = runs["fidelity"].value_counts()
+    assert set(counts.index) <= {"faithful", "degraded", "unfaithful"}
+    assert "fidelity: " + ", ".join(f"{counts[v]} {v}" for v in ("faithful", "degraded", "unfaithful")
+                                    if v in counts) in stdout
     # three probes for three seconds: 15 or 16 sends each at 5/s (the last may fall on the edge), 60 or 61 at 20/s
     sent = dict(zip(runs["run"], runs["sent"]))
     assert all(45 <= sent[f"line.rate=5-s{k}"] <= 48 and 180 <= sent[f"line.rate=20-s{k}"] <= 183 for k in (1, 2)), sent
@@ -463,7 +473,7 @@ def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed
     assert {e["analysed_by"] for e in ledger["runs"].values()} == {provenance.analysis_code()}
 
     # a misspelt measure: an error after the analysis, naming the nearest key; the runs are kept
-    (tmp_path / "exp.yaml").write_text(EXPERIMENT.replace("ratio: messages.all.delivery_ratio",
+    (tmp_path / "exp.yaml").write_text(SWEEP.replace("ratio: messages.all.delivery_ratio",
                                                           "ratio: delivery.ratio"))
     code, stdout, stderr = cli_in_process("experiment", path, "--no-run", cwd=tmp_path)
     assert code == 2, stderr
@@ -471,7 +481,7 @@ def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed
     assert "nearest paths that exist: messages.all.delivery_ratio" in stderr
     code, _, stderr = cli_in_process("experiment", path, "--plan", cwd=tmp_path)  # checked against the runs analysed
     assert code == 2 and "delivery.ratio" in stderr
-    (tmp_path / "exp.yaml").write_text(EXPERIMENT)
+    (tmp_path / "exp.yaml").write_text(SWEEP)
 
     # a change of the agents' code makes every run stale, and the plan names the file
     from testbed.cli.experiment import show_plan
@@ -495,7 +505,7 @@ def test_a_sweep_runs_resumes_after_an_interruption_and_reruns_only_what_changed
     assert runner.planned[0].stale == ["the code changed (agents/roles/probe.py)"]
 
     # a third rate: only its two runs are made; the four others are kept
-    (tmp_path / "exp.yaml").write_text(EXPERIMENT.replace("values: [5, 20]", "values: [5, 20, 10]")
+    (tmp_path / "exp.yaml").write_text(SWEEP.replace("values: [5, 20]", "values: [5, 20, 10]")
                                        .replace("range: [3.8, 4.2]", "range: [3.8, 4.2]}\n  - {measure: ratio, "
                                                 "trend: non-increasing, over: rate"))
     import testbed.api as tb

@@ -1,7 +1,7 @@
 """Fidelity: whether the machine kept up. The judgement (spark_analysis/fidelity.py) on made-up
 windows and samples, over the space of lateness and load; then real runs on Mininet: the agents
-write their `fidelity` events, the host is sampled into host.jsonl, a light run is faithful, a
-paused node does not count against it, and a run whose agents need more CPU than the machine
+write their `fidelity` events, the host is sampled into host.jsonl, a light run is not
+unfaithful (faithful on an idle machine), a paused node does not count against it, and a run whose agents need more CPU than the machine
 has is not. (Busy processes outside the containers would not do: each container's cgroup gets its
 share of the CPU whatever the niceness of the rest.)"""
 
@@ -274,7 +274,13 @@ def test_a_run_measures_its_fidelity_a_paused_node_does_not_spoil_it_and_an_over
     results = analyze([light, starved], spark=spark, progress=False)
     by_dir = {r["run"]["directory"]: r["fidelity"] for r in results.values()}
     ok, bad = by_dir[light], by_dir[starved]
-    assert ok["verdict"] == "faithful", ok["reasons"]
+    # a light run: on an idle machine faithful; a noisy one (CI's) may wake a few of its ~290
+    # paced timers late and call it degraded (3 late: 1.03%), never unfaithful. The pause is the
+    # scenario's doing and is not counted: were h1's ~40 paced sends of those 2 s counted as late,
+    # the share would be above 10%
+    assert ok["verdict"] in ("faithful", "degraded") and ok["indicators"]["late_share"]["value"] < 0.02, ok["reasons"]
+    h1 = next((n for n in ok["timers"]["worst_nodes"] if n["node"] == "h1"), {"late_periodic": 0})
+    assert h1["late_periodic"] <= 5, ok["timers"]["worst_nodes"]
     assert ok["timers"]["agents"] == 3 and ok["host"]["seconds"] >= 6
     # the agents are signalled in one sweep (testbed.network.Lab.start_workload): told beside
     assert ok["start"]["agents"] == 3 and 0 <= ok["start"]["spread_ms"] < 1000, ok["start"]
