@@ -2,8 +2,9 @@
 windows and samples, over the space of lateness and load; then real runs on Mininet: the agents
 write their `fidelity` events, the host is sampled into host.jsonl, a light run is not
 unfaithful (faithful on an idle machine), a paused node does not count against it, and a run
-whose agents need more CPU than the machine has is not. (Busy processes outside the containers would not do: each container's cgroup gets its
-share of the CPU whatever the niceness of the rest.)"""
+whose agents need more CPU than the machine has is not. (Busy processes outside the containers
+would not do: each container's cgroup gets its share of the CPU whatever the niceness of the
+rest.)"""
 
 from __future__ import annotations
 
