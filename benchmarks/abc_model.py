@@ -46,8 +46,8 @@ The start: every component makes its first request at λs from t = 0, as the aut
 starts them. `ci-staggered` (and `dp-staggered`) run CI (DP) with component c's first request
 c · 0.2 time units later (STAGGER), the way the testbed started its agents before it signalled
 them in one sweep. `ci-h100` (CI rings and trees) and `dp-h100`, `dp-h200`, `dp-h400` (the DP
-ring and tree) slow every handling to λh = 100, 200, 400 (HOP_COSTS), a cost on every hop such as a loaded
-machine adds to each message an agent handles.
+ring and tree; `dp-10-h…` the tree with 10 senders) slow every handling to λh = 100, 200, 400
+(HOP_COSTS), a cost on every hop such as a loaded machine adds to each message an agent handles.
 
 Writes benchmarks/results/abc_model.json: per configuration (SCENARIO/INFRASTRUCTURE/READING) the
 per-seed values and the mean with its 95% interval (Student's t). With --only, the other
@@ -509,6 +509,7 @@ def configurations() -> Dict[str, Callable[[int], Model]]:
     for rate_h in HOP_COSTS:
         out[f"dp-h{rate_h:g}/R[31,5]/in-order"] = lambda seed, h=rate_h: Ring(31, 5, 15, "in-order", seed, rate_h=h)
         out[f"dp-h{rate_h:g}/T[3,5,5]/authors"] = lambda seed, h=rate_h: Tree(3, 5, 5, 15, seed, rate_h=h)
+        out[f"dp-10-h{rate_h:g}/T[3,5,5]/authors"] = lambda seed, h=rate_h: Tree(3, 5, 5, 10, seed, rate_h=h)
     return out
 
 
