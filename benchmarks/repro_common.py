@@ -115,10 +115,10 @@ def seeds_line(exp: Dict[str, Any], measures: Sequence[str]) -> str:
     counts = sorted({s[m]["n"] for s in exp["points"].values() for m in measures if m in s and s[m].get("n")})
     if not counts:
         return "No values yet."
-    *most, last = (str(c) for c in counts)
-    seeds = f"{', '.join(most)} or {last}" if most else last
     if counts == [1]:
         return "One seed a point: each value is one run's, with no interval."
+    *most, last = (str(c) for c in counts)
+    seeds = f"{', '.join(most)} or {last}" if most else last
     return (f"Each value is the mean over {seeds} seeds ± the half-width of its 95% interval (Student's t)" +
             (", or one run's where it says 1 seed." if 1 in counts else "."))
 
