@@ -265,6 +265,8 @@ ABC_PAPER = {("ci", "C[10,155]"): ("6 / 5.5", "~800"), ("ci", "C[20,155]"): ("6 
 
 READINGS = {"random": "authors' dispatch", "free": "free servers", "arrival": "authors' relay (on arrival)",
             "in-order": "testbed's relay (in id order)", "authors": "–"}
+#: the testbed's default reading per kind of infrastructure (the first letter of C[..], R[..], T[..])
+DEFAULT_READING = {"C": "random", "R": "in-order", "T": "authors"}
 
 
 def _emulated_point(scenario: str, infrastructure: str, reading: str) -> Optional[Tuple[str, str]]:
@@ -277,8 +279,7 @@ def _emulated_point(scenario: str, infrastructure: str, reading: str) -> Optiona
     if scenario in ("dp-310", "dp-620"):  # experiments/abc/dp-scale.yaml: the default readings
         size = scenario[3:]
         kind = {"C": "cluster", "R": "ring", "T": "tree"}[infrastructure[0]]
-        default = {"C": "random", "R": "in-order", "T": "authors"}[infrastructure[0]]
-        return ("dp-scale", f"{kind}-{size}") if reading == default else None
+        return ("dp-scale", f"{kind}-{size}") if reading == DEFAULT_READING[infrastructure[0]] else None
     if infrastructure.startswith("C["):
         servers = infrastructure[2:infrastructure.index(",")]
         if scenario == "ci":
@@ -526,11 +527,9 @@ def abc_dp_scale() -> str:
 
 
 #: the communication-intensive points (named as in ci.yaml, ci-dilation.yaml's with a .k=K after the
-#: name): their configuration and the model's reading that is the testbed's default
-CI_POINTS = {"cluster-10": ("C[10,155]", "random"), "cluster-20": ("C[20,155]", "random"),
-             "cluster-31": ("C[31,155]", "random"), "ring-5": ("R[5,31]", "in-order"),
-             "ring-31": ("R[31,5]", "in-order"), "tree-5-2-5": ("T[5,2,5]", "authors"),
-             "tree-3-5-5": ("T[3,5,5]", "authors")}
+#: name) and their configurations
+CI_POINTS = {"cluster-10": "C[10,155]", "cluster-20": "C[20,155]", "cluster-31": "C[31,155]", "ring-5": "R[5,31]",
+             "ring-31": "R[31,5]", "tree-5-2-5": "T[5,2,5]", "tree-3-5-5": "T[3,5,5]"}
 
 
 def _ci_dilated(name: str, about: str) -> Callable[[], str]:
@@ -548,7 +547,9 @@ def _ci_dilated(name: str, about: str) -> Callable[[], str]:
         n_ci = majority_seeds(abc["ci"], ["time_gap", "delivery_time"]) if undilated else 0
         res = load_model()["results"]
         k = _dilations(exp["file"])
-        config = {pid: CI_POINTS[pid.split(".")[0]] for pid in exp["points"]}
+        # each point's configuration and the model's reading that is the testbed's default
+        config = {pid: (CI_POINTS[pid.split(".")[0]], DEFAULT_READING[CI_POINTS[pid.split(".")[0]][0]])
+                  for pid in exp["points"]}
         rows = sorted(exp["points"], key=lambda pid: list(CI_POINTS).index(pid.split(".")[0]))
 
         def model(measure: str) -> Callable[[str], str]:
