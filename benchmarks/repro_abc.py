@@ -547,10 +547,11 @@ def _ci_dilated(name: str, about: str) -> Callable[[], str]:
         n_ci = majority_seeds(abc["ci"], ["time_gap", "delivery_time"]) if undilated else 0
         res = load_model()["results"]
         k = _dilations(exp["file"])
-        # each point's configuration and the model's reading that is the testbed's default
-        config = {pid: (CI_POINTS[pid.split(".")[0]], DEFAULT_READING[CI_POINTS[pid.split(".")[0]][0]])
-                  for pid in exp["points"]}
-        rows = sorted(exp["points"], key=lambda pid: list(CI_POINTS).index(pid.split(".")[0]))
+        # each point's configuration (its name before any .k=K) and the model's reading that is the
+        # testbed's default
+        infra = {pid: CI_POINTS[pid.split(".")[0]] for pid in exp["points"]}
+        config = {pid: (c, DEFAULT_READING[c[0]]) for pid, c in infra.items()}
+        rows = sorted(exp["points"], key=lambda pid: list(CI_POINTS.values()).index(infra[pid]))
 
         def model(measure: str) -> Callable[[str], str]:
             return lambda pid: _model_cell(res.get(f"ci/{config[pid][0]}/{config[pid][1]}", {}).get(measure))
