@@ -55,6 +55,8 @@ class Monitor:
     def __init__(self, cpu: Callable[[], float] = time.process_time) -> None:
         self._cpu = cpu
         self._cpu_at = cpu()
+        #: wake-ups since the start (not per window): the runtime reads it to tell a busy agent
+        self.wakeups = 0
         self._reset()
 
     def _reset(self) -> None:
@@ -67,7 +69,11 @@ class Monitor:
     def woke(self, late_s: float, period_s: Optional[float] = None) -> None:
         """A timer woke `late_s` virtual seconds after it was meant to (0 or more)."""
         late_s = max(late_s, 0.0)
-        self._late_us.append(late_s * 1e6)
+        self.wakeups += 1
+        late_us = late_s * 1e6
+        self._late_us.append(late_us)
+        if late_us > self.loop_lag_us:  # the loop ran this timer that late: its lag, as a probe's
+            self.loop_lag_us = late_us
         if period_s is not None and period_s > 0:
             self.periodic += 1
             if late_s > max(LATE_SHARE * period_s, LATE_FLOOR_S):
@@ -77,7 +83,8 @@ class Monitor:
         self.skipped += ticks
 
     def loop_lag(self, late_s: float) -> None:
-        """The event loop's lag: how late the runtime's own probe woke (not a role's timer)."""
+        """The event loop's lag: how late the runtime's own probe woke (a role's timer that woke
+        counts as well, in `woke`)."""
         self.loop_lag_us = max(self.loop_lag_us, late_s * 1e6)
 
     def window(self) -> Dict[str, Any]:
@@ -121,13 +128,17 @@ class Clock:
 
     def __init__(self, dilation: float = 1.0, origin_ns: Optional[int] = None, monitor: Optional[Monitor] = None,
                  monotonic: Callable[[], float] = time.monotonic, realtime_ns: Callable[[], int] = time.time_ns,
-                 wall_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+                 wall_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, granularity: float = 0.0) -> None:
         if not (isinstance(dilation, (int, float)) and math.isfinite(dilation) and dilation > 0):
             raise ValueError(f"time dilation must be a finite number above 0, not {dilation!r}")
         self.dilation = float(dilation)
         self._monotonic = monotonic
         self._realtime_ns = realtime_ns
         self._wall_sleep = wall_sleep
+        #: the event loop's timer granularity (wall seconds): a loop that counts time in whole
+        #: milliseconds (uvloop) may wake a sleep early, so sleeps are rounded up to it and a
+        #: sleep that still woke early sleeps again for the rest (agents/speedups.py)
+        self.granularity = float(granularity)
         self.origin_ns = realtime_ns() if origin_ns is None else int(origin_ns)
         self.monitor = monitor if monitor is not None else Monitor()
 
@@ -161,10 +172,19 @@ class Clock:
 
     async def sleep_until(self, deadline: float, period: Optional[float] = None) -> None:
         """Sleep until virtual time `deadline` (`time()`'s clock); at once when it has passed, but
-        the loop gets a turn. The wake-up's lateness goes to the monitor."""
-        delay = deadline - self.time()
-        await self._wall_sleep(max(delay, 0.0) * self.dilation)
-        self.monitor.woke(self.time() - deadline, period)
+        the loop gets a turn. Never wakes before the deadline. The wake-up's lateness goes to the
+        monitor."""
+        delay = (deadline - self.time()) * self.dilation
+        grain = self.granularity
+        while True:
+            if grain and delay > 0:
+                delay = math.ceil(delay / grain) * grain
+            await self._wall_sleep(max(delay, 0.0))
+            late = self.time() - deadline
+            if late > -1e-9:  # on time or late (a nanosecond's rounding is not early)
+                break
+            delay = -late * self.dilation  # woke early (the loop's coarser clock): the rest
+        self.monitor.woke(late, period)
 
     async def every(self, period: float, action: Callable[[], Any], first: float, resume: bool = False,
                     on_error: Optional[Callable[[Callable[[], Any], BaseException], None]] = None) -> None:

@@ -121,8 +121,9 @@ EVENTS: Dict[str, Dict[str, Field]] = {
         "late_periodic": ("integer", "of those, the wake-ups late by more than a tenth of their period and "
                                      "by more than 2 ms"),
         "skipped": ("integer", "ticks periodic tasks skipped because they fell more than a period behind"),
-        "loop_lag_us": ("integer", "the event loop's largest lag: how late the runtime's 200 ms probe woke "
-                                   "(virtual microseconds)"),
+        "loop_lag_us": ("integer", "the event loop's largest lag: how late it ran a timer, the role's or the "
+                                   "runtime's own probe (every 200 ms while the agent handles datagrams and no "
+                                   "timer of its role woke, once a window otherwise; virtual microseconds)"),
         "cpu_us": ("integer", "CPU time the agent's process used in the window, microseconds"),
     },
     "error": {

@@ -29,8 +29,11 @@ errors and shows them in the report, instead of a role failing silently.
 from __future__ import annotations
 
 import asyncio
+import gc
+import heapq
 import importlib
 import inspect
+import itertools
 import json
 import os
 import random
@@ -38,10 +41,11 @@ import signal
 import socket
 import time
 import traceback
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Dict, List, Optional, Tuple
+from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Tuple
 
-from . import wire
+from . import speedups, wire
 from .clock import Clock
 from .roles import role_module
 from .wire import Ext, Flags, Header, MessageType
@@ -52,7 +56,13 @@ FIDELITY_WINDOW_S = 1.0
 #: how long the agent waits for what its role's stop returned (a leave waiting for its answer),
 #: within the two seconds a SIGTERM gives an agent
 STOP_GRACE_S = 1.5
+#: how often the runtime probes its loop's lag while the agent handles datagrams and no timer of
+#: its role woke since the last probe (a role's timers measure the lag themselves when they wake,
+#: agents/clock.py); otherwise it probes once a fidelity window
 LAG_PROBE_S = 0.2
+#: how long an acknowledged datagram's sender and sequence are remembered, to acknowledge a
+#: retransmission of it without delivering it twice
+SEEN_RELIABLE_S = 60.0
 #: in the node's directory: its current position on a radio segment, replaced atomically by the
 #: testbed at every tick that moves it (testbed.media.radio)
 POSITION_FILE = "position.json"
@@ -96,27 +106,52 @@ def now_ns() -> int:
 
 
 class EventLog:
-    """JSON-lines writer, line-buffered: every event is in the file once written, so a node that
-    is killed (SIGKILL) leaves a history that ends at its last event rather than a lost buffer."""
+    """The event log: JSON lines, one event each, appended to the node's events.jsonl.
 
-    def __init__(self, path: str, node: str) -> None:
+    Events are gathered in memory and written together, one write() a batch: before the agent
+    sends any datagram (Agent._sendto flushes first), and before its event loop next waits for
+    anything (the first event of a batch asks the loop to flush at its next turn, `schedule`).
+    So every event is in the file before anything it led to leaves the node, and a node killed
+    with SIGKILL loses at most the events of the loop's turn it was killed in that no datagram
+    has followed: events no other node can have seen an effect of (docs/EVENTS.md). Until the
+    agent's loop runs, and once it has stopped, every event is written at once."""
+
+    def __init__(self, path: str, node: str, dumps: Optional[Callable[[Any], bytes]] = None) -> None:
         self.node = node
-        self._file = open(path, "a", buffering=1)
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._dumps = dumps or speedups.json_encoder(frozenset())[0]
+        self._batch: List[bytes] = []
+        #: loop.call_soon while the agent's loop runs: how a batch's first event asks for its flush
+        self.schedule: Optional[Callable[[Callable[[], None]], Any]] = None
         self._count = 0
 
     def write(self, event: str, t: Optional[int] = None, **fields: Any) -> None:
         record = {"t": t or now_ns(), "node": self.node, "event": event}
         record.update(fields)
-        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
+        batch = self._batch
+        batch.append(self._dumps(record))
         self._count += 1
+        if len(batch) == 1:
+            if self.schedule is None:
+                self.flush()
+            else:
+                self.schedule(self.flush)
 
     def flush(self) -> None:
-        self._file.flush()
+        """Write what was gathered (one write, repeated only if the kernel took part of it)."""
+        if not self._batch:
+            return
+        data = b"\n".join(self._batch) + b"\n"
+        self._batch.clear()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
 
     def close(self) -> None:
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
+        self.schedule = None
+        self.flush()
+        os.fsync(self._fd)
+        os.close(self._fd)
 
 
 @dataclass
@@ -181,22 +216,36 @@ class _Protocol(asyncio.DatagramProtocol):
 
 
 class Agent:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, speedups_used: Optional[frozenset] = None) -> None:
         self.config = config
         self.name = config.node
         self.id = config.node_id
         self.rng = random.Random(config.seed)
-        self.clock = Clock(config.time_dilation, config.clock_origin_ns)
-        self.log = EventLog(config.log, config.node)
+        use = speedups.wanted() if speedups_used is None else speedups_used
+        self.loop_factory, loop_name, granularity = speedups.event_loop(use)
+        dumps, json_name = speedups.json_encoder(use)
+        self.speedups = {"loop": loop_name, "json": json_name}
+        self.clock = Clock(config.time_dilation, config.clock_origin_ns, granularity=granularity)
+        self.log = EventLog(config.log, config.node, dumps)
         self.by_id = {info["id"]: name for name, info in config.nodes.items()}
         self.by_address = {info["address"]: name for name, info in config.nodes.items() if info.get("address")}
         self._sequence = 0
         self._transport: Optional[asyncio.DatagramTransport] = None
         self._reassembler = wire.Reassembler()
         # reliable sends awaiting ACK, keyed by (receiver, origin, sequence, fragment): the receiver
-        # by node name, since a node with several interfaces may acknowledge from another address
+        # by node name, since a node with several interfaces may acknowledge from another address;
+        # each [datagram, tries, deadline, address]. Their deadlines in a heap of (deadline, tie,
+        # key), entries of acknowledged sends left in it until they come to the top; one timer,
+        # set for the earliest deadline of a send still unacknowledged, and none while none is.
         self._pending: Dict[Tuple[str, int, int, int], List[Any]] = {}
+        self._deadlines: List[Tuple[float, int, Tuple[str, int, int, int]]] = []
+        self._tie = itertools.count()
+        self._retransmit_timer: Optional[asyncio.TimerHandle] = None
+        self._timeout_s = config.reliable_timeout_ms / 1000
+        # reliable datagrams received (sender, origin, sequence, fragment), and in arrival order
+        # with their time, so that the old ones are forgotten from the front
         self._seen_reliable: Dict[Tuple[int, int, int, int], float] = {}
+        self._seen_order: Deque[Tuple[float, Tuple[int, int, int, int]]] = deque()
         self.role: Optional[Role] = None
         self.counters = {"sent_datagrams": 0, "received_datagrams": 0, "retransmissions": 0}
         self._window_start = time.monotonic()  # of the fidelity window now open
@@ -223,62 +272,91 @@ class Agent:
         A relay passes the original origin and sequence (and hops + 1). `log_fields` are added to
         the send event (the analysis reads `eligible`, `order`, `sequencer`, `priority`, ...)."""
         seq = sequence if sequence is not None else self.next_sequence()
-        header = Header(type=mtype, origin=origin or self.id, sequence=seq, sender=self.id, hops=hops,
-                        message_id=message_id, extensions=dict(extensions or {}), flags=flags)
         if to == "broadcast":
             targets = [(a, None) for a in self.config.broadcast]
-            header.flags |= Flags.BROADCAST
+            flags |= _BROADCAST
             reliable = False  # broadcast has no single receiver to acknowledge
         else:
+            nodes = self.config.nodes
             names = [to] if isinstance(to, str) else list(to)
-            targets = [(self.address_of(n), n) for n in names]
+            targets = [(nodes[n]["address"], n) for n in names]
         if reliable:
-            header.flags |= Flags.ACK_REQUESTED
+            flags |= _ACK_REQUESTED
+        header = Header(type=mtype, origin=origin or self.id, sequence=seq, sender=self.id, hops=hops,
+                        message_id=message_id, extensions=dict(extensions) if extensions else {}, flags=flags)
         datagrams = wire.fragment(header, body)
         sent_at = now_ns()  # before the first datagram leaves: a receiver may log before we do
         if log:  # logged before transmitting: a node killed mid-send has no delivery without its send
             self.log.write("send", t=sent_at, type=_type_name(mtype), origin=self.by_id.get(header.origin, header.origin),
-                           seq=seq, to=to if isinstance(to, str) else list(to), bytes=len(body),
+                           seq=seq, to=to if isinstance(to, str) else names, bytes=len(body),
                            frags=len(datagrams), reliable=reliable, message_id=message_id, hops=hops, **log_fields)
         for address, target in targets:
             for frag_index, datagram in enumerate(datagrams):  # wire.fragment numbers them in order
                 self._sendto(datagram, address)
                 if reliable:
-                    key = (target, header.origin, seq, frag_index)
-                    self._pending[key] = [datagram, 1, self.clock.time() + self.config.reliable_timeout_ms / 1000,
-                                          address]
+                    self._expect_ack((target, header.origin, seq, frag_index), datagram, address)
         return seq
 
     def _sendto(self, datagram: bytes, address: str) -> None:
+        self.log.flush()  # every event is in the file before what it led to leaves the node
         try:
             self._transport.sendto(datagram, (address, self.config.port))
             self.counters["sent_datagrams"] += 1
         except OSError as exc:
             self.log.write("drop", reason=f"send failed: {exc}", to=address)
 
-    async def _retransmit_loop(self) -> None:
-        period = max(self.config.reliable_timeout_ms / 4000, 0.005)
-        while True:
-            await asyncio.sleep(self.clock.wall(period))  # the runtime's own: not a role's timer
-            now = self.clock.time()
-            for key, entry in list(self._pending.items()):
-                datagram, tries, deadline, address = entry
-                target = key[0]
-                if now < deadline:
-                    continue
-                if tries >= self.config.reliable_tries:
-                    del self._pending[key]
-                    self.log.write("drop", reason="retries exhausted", origin=self.by_id.get(key[1], key[1]),
-                                   seq=key[2], frag=key[3], to=target, tries=tries)
-                    continue
-                repeat = bytearray(datagram)
-                repeat[4] |= Flags.RETRANSMISSION
-                self._sendto(bytes(repeat), address)
-                self.counters["retransmissions"] += 1
-                entry[1] = tries + 1
-                entry[2] = now + self.config.reliable_timeout_ms / 1000 * (2 ** min(tries, 4))
-                self.log.write("retransmit", origin=self.by_id.get(key[1], key[1]), seq=key[2], frag=key[3],
-                               to=target, attempt=tries + 1)
+    # -- the reliable channel's retransmissions ---------------------------------------------------
+
+    def _expect_ack(self, key: Tuple[str, int, int, int], datagram: bytes, address: str) -> None:
+        deadline = self.clock.time() + self._timeout_s
+        self._pending[key] = [datagram, 1, deadline, address]
+        heapq.heappush(self._deadlines, (deadline, next(self._tie), key))
+        if self._retransmit_timer is None:
+            self._retransmit_timer = self.clock.call_later(self._timeout_s, self._retransmit_due)
+
+    def _acknowledged(self, key: Tuple[str, int, int, int]) -> None:
+        if self._pending.pop(key, None) is not None and not self._pending:
+            self._deadlines.clear()  # nothing awaits an ACK: no timer either
+            if self._retransmit_timer is not None:
+                self._retransmit_timer.cancel()
+                self._retransmit_timer = None
+
+    def _retransmit_due(self) -> None:
+        """The earliest deadline came: send again what is still unacknowledged at its deadline
+        (with exponential backoff, up to `reliable_tries` transmissions), then set the timer for
+        the next deadline, at least a quarter of the timeout away so that a burst of sends is
+        looked at in one go."""
+        self._retransmit_timer = None
+        now = self.clock.time()
+        heap, pending, timeout = self._deadlines, self._pending, self._timeout_s
+        while heap:
+            deadline, _, key = heap[0]
+            entry = pending.get(key)
+            if entry is None or entry[2] != deadline:  # acknowledged, or sent again since
+                heapq.heappop(heap)
+                continue
+            if deadline > now:
+                break
+            heapq.heappop(heap)
+            datagram, tries, _, address = entry
+            target = key[0]
+            if tries >= self.config.reliable_tries:
+                del pending[key]
+                self.log.write("drop", reason="retries exhausted", origin=self.by_id.get(key[1], key[1]),
+                               seq=key[2], frag=key[3], to=target, tries=tries)
+                continue
+            repeat = bytearray(datagram)
+            repeat[4] |= _RETRANSMISSION
+            self.log.write("retransmit", origin=self.by_id.get(key[1], key[1]), seq=key[2], frag=key[3],
+                           to=target, attempt=tries + 1)
+            self._sendto(bytes(repeat), address)
+            self.counters["retransmissions"] += 1
+            entry[1] = tries + 1
+            entry[2] = now + timeout * (2 ** min(tries, 4))
+            heapq.heappush(heap, (entry[2], next(self._tie), key))
+        if heap:
+            wait = max(heap[0][0] - now, timeout / 4)
+            self._retransmit_timer = self.clock.call_later(wait, self._retransmit_due)
 
     # -- receiving --------------------------------------------------------------------------------
 
@@ -292,31 +370,36 @@ class Agent:
         if header.sender == self.id:
             return  # our own broadcast, looped back to our socket
         sender = self.by_id.get(header.sender) or self.by_address.get(addr[0], addr[0])
-        if header.type == MessageType.ACK:
+        if header.type == _ACK:
             origin, seq, frag = wire.read_acked(header.extensions.get(Ext.ACKED, b"\0" * 10))
-            self._pending.pop((sender, origin, seq, frag), None)
+            self._acknowledged((sender, origin, seq, frag))
             return
-        if header.flags & Flags.ACK_REQUESTED:
-            ack = Header(type=MessageType.ACK, origin=self.id, sequence=0, sender=self.id,
+        flags = header.flags
+        if flags & _ACK_REQUESTED:
+            ack = Header(type=_ACK, origin=self.id, sequence=0, sender=self.id,
                          extensions={Ext.ACKED: wire.acked(header.origin, header.sequence, header.frag_index)})
             self._sendto(wire.encode(ack), addr[0])
             key = (header.sender, header.origin, header.sequence, header.frag_index)
             if key in self._seen_reliable:
                 return  # a retransmission of what arrived already: acknowledged again, not delivered twice
-            self._seen_reliable[key] = self.clock.time()
-        whole = self._reassembler.add(header, payload, self.clock.time())
-        if whole is None:
-            return
-        header, body = whole
-        self.log.write("receive", type=_type_name(header.type), origin=self.by_id.get(header.origin, header.origin),
-                       seq=header.sequence, sender=sender, hops=header.hops, bytes=len(body),
-                       message_id=header.message_id, retransmission=bool(header.flags & Flags.RETRANSMISSION))
+            now = self.clock.time()
+            self._seen_reliable[key] = now
+            self._seen_order.append((now, key))
+        if header.frag_count != 1:
+            whole = self._reassembler.add(header, payload, self.clock.time())
+            if whole is None:
+                return
+            header, payload = whole
+        origin = header.origin
+        self.log.write("receive", type=_type_name(header.type), origin=self.by_id.get(origin, origin),
+                       seq=header.sequence, sender=sender, hops=header.hops, bytes=len(payload),
+                       message_id=header.message_id, retransmission=bool(flags & _RETRANSMISSION))
         if self.role is not None:
             try:
-                self.role.on_message(header, body, sender)
+                self.role.on_message(header, payload, sender)
             except Exception as exc:
                 self.log_error("on_message", exc, type=_type_name(header.type),
-                               origin=self.by_id.get(header.origin, header.origin), seq=header.sequence)
+                               origin=self.by_id.get(origin, origin), seq=header.sequence)
 
     def log_error(self, where: str, exc: BaseException, **fields: Any) -> None:
         """An exception of the role, as an `error` event with its traceback (the agent goes on)."""
@@ -325,27 +408,37 @@ class Agent:
 
     def deliver(self, header: Header, **fields: Any) -> None:
         """Record that the role delivered a message to the application."""
-        self.log.write("deliver", type=_type_name(header.type), origin=self.by_id.get(header.origin, header.origin),
+        origin = header.origin
+        self.log.write("deliver", type=_type_name(header.type), origin=self.by_id.get(origin, origin),
                        seq=header.sequence, message_id=header.message_id, **fields)
 
     async def _housekeeping(self) -> None:
-        """Every LAG_PROBE_S: the log flushed, incomplete messages expired, and the loop's lag
-        measured (how late this very sleep woke); every FIDELITY_WINDOW_S, the `fidelity` event."""
+        """The loop's lag probed (how late this very sleep woke): every LAG_PROBE_S while the
+        agent handles datagrams and its role's timers, which measure the lag whenever they wake,
+        were silent since the last probe; otherwise once a window. Every FIDELITY_WINDOW_S the
+        `fidelity` event; incomplete messages expired, and old reliable receipts forgotten."""
+        counters, monitor = self.counters, self.clock.monitor
+        datagrams, wakeups = -1, -1
         while True:
-            asked = time.monotonic() + LAG_PROBE_S
-            await asyncio.sleep(LAG_PROBE_S)
+            moved = counters["sent_datagrams"] + counters["received_datagrams"]
+            step = LAG_PROBE_S
+            if moved == datagrams or monitor.wakeups != wakeups:  # to the end of the window
+                step = max(LAG_PROBE_S, FIDELITY_WINDOW_S - (time.monotonic() - self._window_start))
+            datagrams, wakeups = moved, monitor.wakeups
+            asked = time.monotonic() + step
+            await asyncio.sleep(step)
             woke = time.monotonic()
-            self.clock.monitor.loop_lag((woke - asked) / self.clock.dilation)
+            monitor.loop_lag((woke - asked) / self.clock.dilation)
             if woke - self._window_start >= FIDELITY_WINDOW_S - LAG_PROBE_S / 2:
                 self._log_fidelity()
-            self.log.flush()
             now = self.clock.time()
-            for key, got, expected in self._reassembler.expire(now):
-                self.log.write("drop", reason="incomplete message", origin=self.by_id.get(key[0], key[0]),
-                               seq=key[1], fragments=got, expected=expected)
-            for key, since in list(self._seen_reliable.items()):
-                if now - since > 60:
-                    del self._seen_reliable[key]
+            if self._reassembler.pending:
+                for key, got, expected in self._reassembler.expire(now):
+                    self.log.write("drop", reason="incomplete message", origin=self.by_id.get(key[0], key[0]),
+                                   seq=key[1], fragments=got, expected=expected)
+            order, seen_reliable = self._seen_order, self._seen_reliable
+            while order and now - order[0][0] > SEEN_RELIABLE_S:
+                del seen_reliable[order.popleft()[1]]
 
     def _log_fidelity(self) -> None:
         now = time.monotonic()
@@ -393,9 +486,14 @@ class Agent:
             self.log.write("state", state="quiesced")
 
         loop.add_signal_handler(signal.SIGUSR1, quiesce)
-        self.log.write("state", state="started", role=self.config.role, pid=os.getpid(), node_id=self.id)
+        self.log.write("state", state="started", role=self.config.role, pid=os.getpid(), node_id=self.id,
+                       **self.speedups)
         self.log.flush()  # the runner waits for this line before it starts the workload
-        tasks = [workload, asyncio.ensure_future(self._retransmit_loop()), asyncio.ensure_future(self._housekeeping())]
+        self.log.schedule = loop.call_soon  # from here on, events are written a batch a turn
+        # what start-up made (modules, the configuration, the role's tables) lives as long as the
+        # agent: out of the collector's way, so that its passes look at what messages make
+        gc.freeze()
+        tasks = [workload, asyncio.ensure_future(self._housekeeping())]
         await stop.wait()
         try:
             leaving = self.role.stop()
@@ -408,6 +506,8 @@ class Agent:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._retransmit_timer is not None:
+            self._retransmit_timer.cancel()
         self._log_fidelity()
         self.log.write("state", state="stopped", **self.counters, pending_reliable=len(self._pending))
         self._transport.close()
@@ -423,11 +523,32 @@ class Agent:
             self.log_error("task", exc)
 
 
+_ACK = int(MessageType.ACK)
+_ACK_REQUESTED = int(Flags.ACK_REQUESTED)
+_RETRANSMISSION = int(Flags.RETRANSMISSION)
+_BROADCAST = int(Flags.BROADCAST)
+_TYPE_NAMES = {int(t): t.name for t in MessageType}
+
+
 def _type_name(mtype: int) -> str:
+    name = _TYPE_NAMES.get(mtype)
+    return name if name is not None else str(mtype)
+
+
+def _run(main: Awaitable[None], loop_factory: Callable[[], asyncio.AbstractEventLoop]) -> None:
+    """asyncio.run on the loop the factory makes (asyncio.Runner takes a factory from Python 3.11)."""
+    runner = getattr(asyncio, "Runner", None)
+    if runner is not None:
+        with runner(loop_factory=loop_factory) as r:
+            r.run(main)
+        return
+    loop = loop_factory()
     try:
-        return MessageType(mtype).name
-    except ValueError:
-        return str(mtype)
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(main)
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -446,7 +567,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         config.late_start = True
     agent = Agent(config)
     try:
-        asyncio.run(agent.run())
+        _run(agent.run(), agent.loop_factory)
     except KeyboardInterrupt:
         agent.log.write("state", state="stopped", during="start-up")
         agent.log.close()

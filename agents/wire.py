@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 import json
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 MAGIC = b"TB"
@@ -169,33 +169,53 @@ class Header:
         return BASE_LEN + sum(TLV.size + len(v) for v in self.extensions.values())
 
 
+def _codec():
+    """The base header's packing and unpacking, written out from HEADER once at import (as
+    namedtuple and dataclasses write their methods), so that encode and decode, which every
+    datagram goes through, touch each field once: no dictionary of names per datagram."""
+    given = {"magic": "MAGIC", "header_len": "header_len", "sender": "h.sender or h.origin"}
+    source = (f"def pack(h, header_len):\n"
+              f"    return BASE.pack({', '.join(given.get(n, f'h.{n}') for n in _NAMES)})\n"
+              f"def unpack(datagram):\n"
+              f"    {', '.join(_NAMES)}, = BASE.unpack_from(datagram)\n"
+              f"    return magic, header_len, Header("
+              f"{', '.join(f'{n}={n}' for n in _NAMES if n not in given or n == 'sender')}, extensions={{}})\n")
+    scope = {"BASE": BASE, "MAGIC": MAGIC, "Header": Header}
+    exec(source, scope)
+    return scope["pack"], scope["unpack"]
+
+
+_pack, _unpack = _codec()
+
+
 def encode(header: Header, payload: bytes = b"") -> bytes:
-    ext = b"".join(TLV.pack(t, len(v)) + v for t, v in sorted(header.extensions.items()))
-    header_len = BASE_LEN + len(ext)
-    if header_len > 0xFFFF:
-        raise WireError("extensions too long")
-    values = {"magic": MAGIC, "version": header.version, "type": int(header.type), "flags": int(header.flags),
-              "hops": header.hops, "header_len": header_len, "origin": header.origin, "sequence": header.sequence,
-              "sender": header.sender or header.origin, "frag_index": header.frag_index,
-              "frag_count": header.frag_count, "message_id": header.message_id}
-    return BASE.pack(*[values[name] for name in _NAMES]) + ext + payload
+    extensions = header.extensions
+    if extensions:
+        ext = b"".join(TLV.pack(t, len(v)) + v for t, v in sorted(extensions.items()))
+        header_len = BASE_LEN + len(ext)
+        if header_len > 0xFFFF:
+            raise WireError("extensions too long")
+        return _pack(header, header_len) + ext + payload
+    return _pack(header, BASE_LEN) + payload
 
 
 def decode(datagram: bytes) -> Tuple[Header, bytes]:
     """Split a datagram into header and payload; WireError if it is not a testbed message."""
-    if len(datagram) < BASE_LEN:
-        raise WireError(f"{len(datagram)} bytes: shorter than the {BASE_LEN}-byte header")
-    base = dict(zip(_NAMES, BASE.unpack_from(datagram)))
-    magic, version, header_len = base.pop("magic"), base["version"], base.pop("header_len")
+    size = len(datagram)
+    if size < BASE_LEN:
+        raise WireError(f"{size} bytes: shorter than the {BASE_LEN}-byte header")
+    magic, header_len, header = _unpack(datagram)
     if magic != MAGIC:
         raise WireError(f"bad magic {magic!r}")
-    if version < 1:
-        raise WireError(f"bad version {version}")
-    if header_len < BASE_LEN or header_len > len(datagram):
-        raise WireError(f"header_len {header_len} outside [{BASE_LEN}, {len(datagram)}]")
-    if base["frag_count"] < 1 or base["frag_index"] >= base["frag_count"]:
-        raise WireError(f"fragment {base['frag_index']} of {base['frag_count']}")
-    extensions: Dict[int, bytes] = {}
+    if header.version < 1:
+        raise WireError(f"bad version {header.version}")
+    if header_len < BASE_LEN or header_len > size:
+        raise WireError(f"header_len {header_len} outside [{BASE_LEN}, {size}]")
+    if header.frag_count < 1 or header.frag_index >= header.frag_count:
+        raise WireError(f"fragment {header.frag_index} of {header.frag_count}")
+    if header_len == BASE_LEN:
+        return header, bytes(datagram[BASE_LEN:])
+    extensions = header.extensions
     offset = BASE_LEN
     while offset + TLV.size <= header_len:
         ext_type, length = TLV.unpack_from(datagram, offset)
@@ -204,7 +224,7 @@ def decode(datagram: bytes) -> Tuple[Header, bytes]:
             raise WireError(f"extension {ext_type} overruns the header")
         extensions[ext_type] = bytes(datagram[offset:offset + length])
         offset += length
-    return Header(extensions=extensions, **base), bytes(datagram[header_len:])
+    return header, bytes(datagram[header_len:])
 
 
 # -- extension values ------------------------------------------------------------------------------
@@ -407,10 +427,13 @@ def fragment(header: Header, body: bytes, max_datagram: int = MAX_DATAGRAM) -> L
     count = max(1, -(-len(body) // room))
     if count > 0xFFFF:
         raise WireError(f"a {len(body)}-byte message needs more than 65535 fragments")
+    if count == 1:
+        if header.frag_index == 0 and header.frag_count == 1:
+            return [encode(header, body)]
+        return [encode(replace(header, frag_index=0, frag_count=1), body)]
     out = []
     for index in range(count):
-        part = Header(**{**header.__dict__, "frag_index": index, "frag_count": count,
-                         "extensions": dict(header.extensions)})
+        part = replace(header, frag_index=index, frag_count=count, extensions=dict(header.extensions))
         out.append(encode(part, body[index * room:(index + 1) * room]))
     return out
 
@@ -424,6 +447,11 @@ class Reassembler:
         self._parts: Dict[Tuple[int, int], Dict[int, bytes]] = {}
         self._first_seen: Dict[Tuple[int, int], float] = {}
         self._headers: Dict[Tuple[int, int], Header] = {}
+
+    @property
+    def pending(self) -> int:
+        """Messages with some fragments but not all."""
+        return len(self._parts)
 
     def add(self, header: Header, payload: bytes, now: float) -> Optional[Tuple[Header, bytes]]:
         """Returns (header of fragment 0, whole body) once the message is complete."""

@@ -3,7 +3,14 @@
 The base is a public Python image when a registry answers, and otherwise a Debian root file
 system bootstrapped offline (debootstrap from Debian's mirror, then `docker import`); which one
 was used is recorded as a label on the base image and shown by `testbed doctor`. The agent image
-is rebuilt only when its build context (Dockerfile and agents/) or the base changed.
+is rebuilt only when its build context (Dockerfile, agents/ and the vendored speed-ups) or the
+base changed.
+
+The agent's speed-ups (uvloop and orjson, agents/speedups.py) come from the testbed's own Python
+environment, where pyproject.toml installs them: their modules are copied into the image's
+/opt/testbed/vendor, so that no registry and no pip is needed inside the image. Both bases run
+CPython 3.11, and only modules built for it are copied; where they are missing the agent runs on
+the standard library alone, and says so in its `started` event.
 """
 
 from __future__ import annotations
@@ -87,8 +94,41 @@ def _bootstrap_offline(say: Say) -> None:
             raise TestbedError(f"docker import failed: {res.stderr.strip()}")
 
 
+#: the Python of both bases (python:3.11-slim and Debian bookworm's): extension modules built for
+#: another are not copied
+IMAGE_PYTHON_ABI = "cpython-311-"
+#: the agent's optional speed-ups (agents/speedups.py), copied from this environment
+VENDORED = ("uvloop", "orjson")
+
+
+def vendored_files() -> dict:
+    """{path in the build context: bytes} of the speed-ups' modules in this environment (their .py
+    and extension modules), under vendor/; a package missing here, or built for another Python
+    than the image's, is left out."""
+    import importlib.util
+
+    files = {"vendor/README": b"Python packages the agent uses when present (agents/speedups.py), "
+                              b"copied from the testbed's environment by testbed/images.py.\n"}
+    for name in VENDORED:
+        spec = importlib.util.find_spec(name)
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        package = list(spec.submodule_search_locations)[0]
+        found = {}
+        for dirpath, dirnames, filenames in os.walk(package):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for filename in sorted(filenames):
+                if filename.endswith(".py") or (filename.endswith(".so") and IMAGE_PYTHON_ABI in filename):
+                    path = os.path.join(dirpath, filename)
+                    found[os.path.join("vendor", name, os.path.relpath(path, package))] = open(path, "rb").read()
+        if any(path.endswith(".so") for path in found):  # both are extension modules: none, no package
+            files.update(found)
+    return files
+
+
 def _context_files() -> dict:
     files = {"Dockerfile": open(os.path.join(ROOT, "images", "agent", "Dockerfile"), "rb").read()}
+    files.update(vendored_files())
     agents_dir = os.path.join(ROOT, "agents")
     for dirpath, dirnames, filenames in os.walk(agents_dir):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
