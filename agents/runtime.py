@@ -231,6 +231,10 @@ class Agent:
         self.by_address = {info["address"]: name for name, info in config.nodes.items() if info.get("address")}
         self._sequence = 0
         self._transport: Optional[asyncio.DatagramTransport] = None
+        # the reliable channel's socket (port + 1): reliable datagrams leave from it, so their ACKs
+        # come back to it; the event loop does not watch it, so an ACK never wakes the agent: they
+        # are read when the retransmission timer comes, and at the stop
+        self._reliable_sock: Optional[socket.socket] = None
         self._reassembler = wire.Reassembler()
         # reliable sends awaiting ACK, keyed by (receiver, origin, sequence, fragment): the receiver
         # by node name, since a node with several interfaces may acknowledge from another address;
@@ -272,6 +276,7 @@ class Agent:
         A relay passes the original origin and sequence (and hops + 1). `log_fields` are added to
         the send event (the analysis reads `eligible`, `order`, `sequencer`, `priority`, ...)."""
         seq = sequence if sequence is not None else self.next_sequence()
+        flags = int(flags)  # an int, not a Flags: enum arithmetic costs more than the rest of a send
         if to == "broadcast":
             targets = [(a, None) for a in self.config.broadcast]
             flags |= _BROADCAST
@@ -283,7 +288,7 @@ class Agent:
         if reliable:
             flags |= _ACK_REQUESTED
         header = Header(type=mtype, origin=origin or self.id, sequence=seq, sender=self.id, hops=hops,
-                        message_id=message_id, extensions=dict(extensions) if extensions else {}, flags=flags)
+                        message_id=message_id, extensions=dict(extensions) if extensions else {}, flags=int(flags))
         datagrams = wire.fragment(header, body)
         sent_at = now_ns()  # before the first datagram leaves: a receiver may log before we do
         if log:  # logged before transmitting: a node killed mid-send has no delivery without its send
@@ -292,15 +297,27 @@ class Agent:
                            frags=len(datagrams), reliable=reliable, message_id=message_id, hops=hops, **log_fields)
         for address, target in targets:
             for frag_index, datagram in enumerate(datagrams):  # wire.fragment numbers them in order
-                self._sendto(datagram, address)
                 if reliable:
+                    self._send_reliable(datagram, address)
                     self._expect_ack((target, header.origin, seq, frag_index), datagram, address)
+                else:
+                    self._sendto(datagram, address)
         return seq
 
-    def _sendto(self, datagram: bytes, address: str) -> None:
+    def _sendto(self, datagram: bytes, address: str, port: Optional[int] = None) -> None:
         self.log.flush()  # every event is in the file before what it led to leaves the node
         try:
-            self._transport.sendto(datagram, (address, self.config.port))
+            self._transport.sendto(datagram, (address, port or self.config.port))
+            self.counters["sent_datagrams"] += 1
+        except OSError as exc:
+            self.log.write("drop", reason=f"send failed: {exc}", to=address)
+
+    def _send_reliable(self, datagram: bytes, address: str) -> None:
+        """A datagram of the reliable channel, from its own socket (its ACK comes back there). A
+        datagram the kernel refuses is logged and left to the retransmission, as a lost one."""
+        self.log.flush()
+        try:
+            self._reliable_sock.sendto(datagram, (address, self.config.port))
             self.counters["sent_datagrams"] += 1
         except OSError as exc:
             self.log.write("drop", reason=f"send failed: {exc}", to=address)
@@ -316,17 +333,42 @@ class Agent:
 
     def _acknowledged(self, key: Tuple[str, int, int, int]) -> None:
         if self._pending.pop(key, None) is not None and not self._pending:
-            self._deadlines.clear()  # nothing awaits an ACK: no timer either
-            if self._retransmit_timer is not None:
-                self._retransmit_timer.cancel()
-                self._retransmit_timer = None
+            # nothing awaits an ACK: the heap's entries are all stale. The timer stays: it finds
+            # nothing and is not set again, which costs less than cancelling and setting it anew
+            # for every send of a node that sends one reliable message at a time
+            self._deadlines.clear()
+
+    def _read_acks(self) -> None:
+        """Take the ACKs waiting on the reliable channel's socket."""
+        sock, by_address, by_id = self._reliable_sock, self.by_address, self.by_id
+        if sock is None:
+            return
+        while True:
+            try:
+                data, addr = sock.recvfrom(2048)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # an ICMP error the kernel queued for an earlier send
+                continue
+            self.counters["received_datagrams"] += 1
+            try:
+                header, _ = wire.decode(data)
+            except wire.WireError as exc:
+                self.log.write("drop", reason=f"not a testbed message: {exc}", peer=addr[0])
+                continue
+            if header.type != _ACK:
+                self.log.write("drop", reason="not an ACK on the reliable channel's port", peer=addr[0])
+                continue
+            origin, seq, frag = wire.read_acked(header.extensions.get(Ext.ACKED, b"\0" * 10))
+            self._acknowledged((by_id.get(header.sender) or by_address.get(addr[0], addr[0]), origin, seq, frag))
 
     def _retransmit_due(self) -> None:
-        """The earliest deadline came: send again what is still unacknowledged at its deadline
-        (with exponential backoff, up to `reliable_tries` transmissions), then set the timer for
-        the next deadline, at least a quarter of the timeout away so that a burst of sends is
-        looked at in one go."""
+        """The earliest deadline came: read the ACKs that arrived, send again what is still
+        unacknowledged at its deadline (with exponential backoff, up to `reliable_tries`
+        transmissions), then set the timer for the next deadline, at least a quarter of the
+        timeout away so that a burst of sends is looked at in one go."""
         self._retransmit_timer = None
+        self._read_acks()
         now = self.clock.time()
         heap, pending, timeout = self._deadlines, self._pending, self._timeout_s
         while heap:
@@ -349,7 +391,7 @@ class Agent:
             repeat[4] |= _RETRANSMISSION
             self.log.write("retransmit", origin=self.by_id.get(key[1], key[1]), seq=key[2], frag=key[3],
                            to=target, attempt=tries + 1)
-            self._sendto(bytes(repeat), address)
+            self._send_reliable(bytes(repeat), address)
             self.counters["retransmissions"] += 1
             entry[1] = tries + 1
             entry[2] = now + timeout * (2 ** min(tries, 4))
@@ -370,15 +412,15 @@ class Agent:
         if header.sender == self.id:
             return  # our own broadcast, looped back to our socket
         sender = self.by_id.get(header.sender) or self.by_address.get(addr[0], addr[0])
-        if header.type == _ACK:
+        if header.type == _ACK:  # an agent that sent its reliable datagram from this port
             origin, seq, frag = wire.read_acked(header.extensions.get(Ext.ACKED, b"\0" * 10))
             self._acknowledged((sender, origin, seq, frag))
             return
         flags = header.flags
-        if flags & _ACK_REQUESTED:
+        if flags & _ACK_REQUESTED:  # acknowledged to where it came from: the sender's reliable channel
             ack = Header(type=_ACK, origin=self.id, sequence=0, sender=self.id,
                          extensions={Ext.ACKED: wire.acked(header.origin, header.sequence, header.frag_index)})
-            self._sendto(wire.encode(ack), addr[0])
+            self._sendto(wire.encode(ack), addr[0], addr[1])
             key = (header.sender, header.origin, header.sequence, header.frag_index)
             if key in self._seen_reliable:
                 return  # a retransmission of what arrived already: acknowledged again, not delivered twice
@@ -460,6 +502,12 @@ class Agent:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         sock.bind(("0.0.0.0", self.config.port))
         self._transport, _ = await loop.create_datagram_endpoint(lambda: _Protocol(self), sock=sock)
+        reliable = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        reliable.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        reliable.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        reliable.bind(("0.0.0.0", self.config.port + 1))
+        reliable.setblocking(False)
+        self._reliable_sock = reliable
         module = importlib.import_module(role_module(self.config.role))
         self.role = module.ROLE(self, self.config.params)
         go = asyncio.Event()
@@ -508,9 +556,11 @@ class Agent:
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._retransmit_timer is not None:
             self._retransmit_timer.cancel()
+        self._read_acks()
         self._log_fidelity()
         self.log.write("state", state="stopped", **self.counters, pending_reliable=len(self._pending))
         self._transport.close()
+        self._reliable_sock.close()
         self.log.close()
 
 

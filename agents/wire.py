@@ -188,15 +188,17 @@ def _codec():
 _pack, _unpack = _codec()
 
 
+def _extensions(extensions: Dict[int, bytes]) -> bytes:
+    """The extensions as they follow the base header: type-length-value, by type."""
+    return b"".join(TLV.pack(t, len(v)) + v for t, v in sorted(extensions.items())) if extensions else b""
+
+
 def encode(header: Header, payload: bytes = b"") -> bytes:
-    extensions = header.extensions
-    if extensions:
-        ext = b"".join(TLV.pack(t, len(v)) + v for t, v in sorted(extensions.items()))
-        header_len = BASE_LEN + len(ext)
-        if header_len > 0xFFFF:
-            raise WireError("extensions too long")
-        return _pack(header, header_len) + ext + payload
-    return _pack(header, BASE_LEN) + payload
+    ext = _extensions(header.extensions)
+    header_len = BASE_LEN + len(ext)
+    if header_len > 0xFFFF:
+        raise WireError("extensions too long")
+    return _pack(header, header_len) + ext + payload
 
 
 def decode(datagram: bytes) -> Tuple[Header, bytes]:
@@ -421,21 +423,20 @@ def count_events(first_fragment_payload: bytes) -> int:
 
 def fragment(header: Header, body: bytes, max_datagram: int = MAX_DATAGRAM) -> List[bytes]:
     """Encode a message as one or more datagrams, each at most `max_datagram` bytes."""
-    room = max_datagram - header.encoded_len()
+    ext = _extensions(header.extensions)
+    header_len = BASE_LEN + len(ext)
+    if header_len > 0xFFFF:
+        raise WireError("extensions too long")
+    room = max_datagram - header_len
     if room <= 0:
-        raise WireError(f"a {header.encoded_len()}-byte header leaves no room in {max_datagram}-byte datagrams")
+        raise WireError(f"a {header_len}-byte header leaves no room in {max_datagram}-byte datagrams")
     count = max(1, -(-len(body) // room))
     if count > 0xFFFF:
         raise WireError(f"a {len(body)}-byte message needs more than 65535 fragments")
-    if count == 1:
-        if header.frag_index == 0 and header.frag_count == 1:
-            return [encode(header, body)]
-        return [encode(replace(header, frag_index=0, frag_count=1), body)]
-    out = []
-    for index in range(count):
-        part = replace(header, frag_index=index, frag_count=count, extensions=dict(header.extensions))
-        out.append(encode(part, body[index * room:(index + 1) * room]))
-    return out
+    if count == 1 and header.frag_index == 0 and header.frag_count == 1:
+        return [_pack(header, header_len) + ext + body]
+    return [_pack(replace(header, frag_index=index, frag_count=count), header_len) + ext
+            + body[index * room:(index + 1) * room] for index in range(count)]
 
 
 class Reassembler:

@@ -126,17 +126,21 @@ def vendored_files() -> dict:
     return files
 
 
-def _context_files() -> dict:
-    files = {"Dockerfile": open(os.path.join(ROOT, "images", "agent", "Dockerfile"), "rb").read()}
-    files.update(vendored_files())
-    agents_dir = os.path.join(ROOT, "agents")
+def _context_files(root: str = ROOT) -> dict:
+    """The agent image's build context from a source tree: its Dockerfile, agents/, and the
+    vendored speed-ups where that Dockerfile copies them (an older tree's does not)."""
+    dockerfile = open(os.path.join(root, "images", "agent", "Dockerfile"), "rb").read()
+    files = {"Dockerfile": dockerfile}
+    if b"COPY vendor" in dockerfile:
+        files.update(vendored_files())
+    agents_dir = os.path.join(root, "agents")
     for dirpath, dirnames, filenames in os.walk(agents_dir):
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for filename in sorted(filenames):
             if filename.endswith((".pyc", ".pyo")):
                 continue
             path = os.path.join(dirpath, filename)
-            files[os.path.relpath(path, ROOT)] = open(path, "rb").read()
+            files[os.path.relpath(path, root)] = open(path, "rb").read()
     return files
 
 
@@ -159,21 +163,24 @@ def _build_from_files(docker_client, files: dict, tag: str, labels: dict, builda
         raise TestbedError(f"building {tag} failed: {exc}\n{detail}") from None
 
 
-def ensure_agent(docker_client, say: Say, force: bool = False) -> Tuple[str, bool]:
-    """Build AGENT_IMAGE if its context or base changed; return (image id, built now?)."""
+def ensure_agent(docker_client, say: Say, force: bool = False, root: str = ROOT, tag: str = AGENT_IMAGE
+                 ) -> Tuple[str, bool]:
+    """Build the agent image (AGENT_IMAGE, from this tree) if its context or base changed; return
+    (image id, built now?). `root` and `tag`: the agent of another source tree, under another
+    name (benchmarks/agent_cost.py --baseline compares two commits' agents)."""
     base = docker_client.images.get(BASE_IMAGE)
-    files = _context_files()
+    files = _context_files(root)
     digest = hashlib.sha256(base.id.encode())
     for name, data in sorted(files.items()):
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
     context = digest.hexdigest()[:32]
     if not force:
-        image = dockerd.image(docker_client, AGENT_IMAGE)
+        image = dockerd.image(docker_client, tag)
         if image is not None and (image.labels or {}).get(LABEL_CONTEXT) == context:
             return image.id, False
-    say(f"building {AGENT_IMAGE}")
-    _build_from_files(docker_client, files, AGENT_IMAGE, {LABEL_CONTEXT: context}, {"BASE": BASE_IMAGE})
-    return docker_client.images.get(AGENT_IMAGE).id, True
+    say(f"building {tag}")
+    _build_from_files(docker_client, files, tag, {LABEL_CONTEXT: context}, {"BASE": BASE_IMAGE})
+    return docker_client.images.get(tag).id, True
 
 
 def ensure_static_probe(docker_client, say: Say) -> str:
