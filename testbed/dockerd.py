@@ -46,11 +46,15 @@ def version(timeout: int = 5) -> Dict[str, str]:
         c.close()
 
 
-def lab_containers(docker_client, lab: Optional[str] = None) -> List[str]:
-    """Ids of one lab's containers, or of every lab's, running or not. Sparse: the list is not
-    followed by an inspection of each container, which raises NotFound for one removed in between
-    (a lab tearing down beside `testbed clean`)."""
-    found = docker_client.containers.list(all=True, sparse=True, filters={"label": container_filter(lab)})
+def lab_containers(docker_client, lab: Optional[str] = None, running: bool = False) -> List[str]:
+    """Ids of one lab's containers, or of every lab's, running or not (`running`: only those the
+    engine sees running; a paused one is not). Sparse: the list is not followed by an inspection
+    of each container, which raises NotFound for one removed in between (a lab tearing down beside
+    `testbed clean`)."""
+    filters = {"label": container_filter(lab)}
+    if running:
+        filters["status"] = "running"
+    found = docker_client.containers.list(all=not running, sparse=True, filters=filters)
     return [c.id for c in found]
 
 

@@ -168,3 +168,35 @@ links: [[a, s], [b, s], [c, s], [d, s]]
     assert [pid for kind, (pid, _) in [c for c in calls if c[0] == "signal"]] == order
     for node in "abcd":
         assert wait_for(lambda: "workload started" in [e.get("state") for e in events(lab, node)]), node
+
+
+def test_a_containers_agent_is_found_from_its_control_group_and_runs_with_its_speed_ups(lab_factory, tmp_path):
+    """The pid the testbed signals is the one the engine's `top` reports, read from the
+    container's control group instead; a group that does not name the container (its first pid
+    taken by another process since) is not read as the container's. The agent in the image runs
+    on uvloop and orjson (copied into it from the testbed's environment), and so does the process
+    node's, from that environment."""
+    import dataclasses
+
+    from testbed import dockerd
+    from testbed.runtimes.base import Started
+    from testbed.runtimes.docker import container_processes
+
+    lab = lab_factory(parse_topology_text("""
+nodes:
+  a: {role: probe, params: {rate: 0}}
+  b: {role: probe, params: {rate: 0}, runtime: process}
+links: [[a, b]]
+""", "cgroup.yaml"), workdir=str(tmp_path))
+    assert not lab.wait_agents_ready()
+    started = lab.started["a"]
+    engine = [pid for pid, args in dockerd.processes(lab.runtime_of("a").docker, started.container_id)
+              if "-m agents" in args]
+    assert engine and lab.agent_pid("a") == engine[0]
+    assert engine[0] in container_processes(started)
+    other: Started = dataclasses.replace(started, container_id="0" * 64)
+    assert container_processes(other) is None, "a group that does not name the container is not its"
+    for node in ("a", "b"):
+        first = events(lab, node)[0]
+        assert first["state"] == "started" and first["loop"].startswith("uvloop") and \
+            first["json"].startswith("orjson"), first
