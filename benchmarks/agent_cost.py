@@ -15,9 +15,10 @@ warm-up and workload) of a scenario made for its case; the figures come from its
   part (from SETTLE_S after its start to its end); not the agents' own estimate;
 - messages: the `send` events the agents logged in that window: a send and all it leads to
   (its receive, its delivery, its acknowledgement) are what one message costs;
-- per role: its agents' CPU (as a share of one core per agent) and their sends; the agents'
-  lateness and loop lag from their `fidelity` events; what each agent used (its `started` event's
-  `loop` and `json`, agents/speedups.py).
+- per role: its agents' CPU (as a share of one core per agent), their sends and receives (a role
+  that mostly receives, as an AbC component, is better described per message it handles); the
+  agents' lateness and loop lag from their `fidelity` events; what each agent used (its
+  `started` event's `loop` and `json`, agents/speedups.py).
 
 A message's cost is the agents' CPU in the window over the sends in it, gross, and net of the idle
 cost (the idle case's CPU per agent of the same variant, from this invocation or the results
@@ -242,6 +243,7 @@ def measure(run_dir: str, idle_share: Optional[float]) -> Dict[str, Any]:
         for node, figures in s["nodes"].items():
             cpu_us[node] += figures["cpu_us"]
     sends: Dict[str, int] = collections.Counter()
+    receives: Dict[str, int] = collections.Counter()
     late = collections.Counter()
     lags: List[float] = []
     speedups = collections.Counter()
@@ -253,6 +255,8 @@ def measure(run_dir: str, idle_share: Optional[float]) -> Dict[str, Any]:
             kind = e.get("event")
             if kind == "send" and w0 <= e["t"] <= w1:
                 sends[node] += 1
+            elif kind == "receive" and w0 <= e["t"] <= w1:
+                receives[node] += 1
             elif kind == "fidelity" and w0 <= e["t"] <= w1:
                 late["periodic"] += e.get("periodic", 0)
                 late["late"] += e.get("late_periodic", 0)
@@ -262,13 +266,17 @@ def measure(run_dir: str, idle_share: Optional[float]) -> Dict[str, Any]:
                          f"{e.get('json', 'json')}"] += 1
     by_role: Dict[str, Dict[str, Any]] = {}
     for node, role in roles.items():
-        entry = by_role.setdefault(role, {"agents": 0, "cpu_s": 0.0, "sends": 0})
+        entry = by_role.setdefault(role, {"agents": 0, "cpu_s": 0.0, "sends": 0, "receives": 0})
         entry["agents"] += 1
         entry["cpu_s"] += cpu_us.get(node, 0) / 1e6
         entry["sends"] += sends.get(node, 0)
+        entry["receives"] += receives.get(node, 0)
     for entry in by_role.values():
+        handled = entry["sends"] + entry["receives"]
         entry["core_share_per_agent"] = entry["cpu_s"] / window / entry["agents"]
         entry["us_per_send"] = entry["cpu_s"] / entry["sends"] * 1e6 if entry["sends"] else None
+        # a role that mostly receives (an AbC component) is better described per message it handles
+        entry["us_per_handled"] = entry["cpu_s"] / handled * 1e6 if handled else None
         entry["cpu_s"] = round(entry["cpu_s"], 4)
     agents = len(roles)
     cpu_s = sum(cpu_us.values()) / 1e6
@@ -361,8 +369,29 @@ class Profiler(threading.Thread):
             p.wait()
 
 
+#: where a sample's innermost frame is, in words: the first rule whose pattern the frame holds
+CATEGORIES = (
+    ("the event loop's own C code (uvloop)", ("Runner.run (", "run_until_complete", "run_forever")),
+    ("the event log (gathering, JSON, writes)", ("EventLog.", "speedups.py", "json/")),
+    ("the wire codec (headers, fragments)", ("agents/wire.py", "<string>")),
+    ("sending (sendto system calls included)", ("Agent.send", "Agent._sendto", "Agent._send_reliable",
+                                                "Agent._expect_ack", "_SelectorDatagramTransport.sendto")),
+    ("receiving and acknowledging", ("Agent._received", "Agent._read_acks", "Agent._acknowledged",
+                                     "Agent.deliver", "datagram_received", "_read_ready")),
+    ("retransmission and housekeeping", ("Agent._retransmit_due", "Agent._housekeeping", "Agent._log_fidelity",
+                                         "Monitor.window")),
+    ("timers and tasks (asyncio, the agent clock)", ("asyncio/", "agents/clock.py", "Handle._run")),
+    ("the role's own code", ("agents/abc/", "agents/causal/", "agents/deeco/", "agents/roles/", "random.py")),
+)
+
+
+def category(frame: str) -> str:
+    return next((name for name, marks in CATEGORIES if any(m in frame for m in marks)), "other")
+
+
 def summarise_pyspy(raws: List[str], out: str, top: int = 40) -> Dict[str, Any]:
-    """Self and inclusive shares of the frames in py-spy's collapsed stacks, over all the files."""
+    """Self and inclusive shares of the frames in py-spy's collapsed stacks, over all the files,
+    and the self samples by category (CATEGORIES)."""
     own, inclusive, total = collections.Counter(), collections.Counter(), 0
     for raw in raws:
         if not os.path.exists(raw):
@@ -378,14 +407,20 @@ def summarise_pyspy(raws: List[str], out: str, top: int = 40) -> Dict[str, Any]:
                 own[frames[-1]] += n
                 for frame in set(frames):
                     inclusive[frame] += n
-    lines = [f"py-spy --gil samples: {total} (1000 a second, while a thread ran Python; a frame of Runner.run itself is the event loop's own C code), {len(raws)} agents",
-             "", "self  share  frame"]
+    by_category = collections.Counter()
+    for frame, n in own.items():
+        by_category[category(frame)] += n
+    lines = [f"py-spy --gil samples: {total} (1000 a second, while a thread ran Python; a frame of Runner.run itself "
+             f"is the event loop's own C code), {len(raws)} agents", "", "share  where (the innermost frame)"]
+    lines += [f"{c / total:6.1%}  {name}" for name, c in by_category.most_common()] if total else []
+    lines += ["", "self  share  frame"]
     lines += [f"      {c / total:6.1%}  {f}" for f, c in own.most_common(top)] if total else []
     lines += ["", "inclusive  share  frame"]
     lines += [f"           {c / total:6.1%}  {f}" for f, c in inclusive.most_common(top)] if total else []
     with open(out, "w") as fh:
         fh.write("\n".join(lines) + "\n")
-    return {"samples": total, "self": [[f, round(c / total, 4)] for f, c in own.most_common(15)] if total else []}
+    return {"samples": total, "by_category": [[name, round(c / total, 4)] for name, c in by_category.most_common()]
+            if total else [], "self": [[f, round(c / total, 4)] for f, c in own.most_common(15)] if total else []}
 
 
 def summarise_perf(data: str, out: str) -> Dict[str, Any]:
@@ -453,7 +488,7 @@ def medians(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
     out["runs"] = len(runs)
     roles = sorted({role for r in runs for role in r["roles"]})
     out["roles"] = {role: {k: med([r["roles"].get(role, {}).get(k) for r in runs])
-                           for k in ("core_share_per_agent", "us_per_send")} for role in roles}
+                           for k in ("core_share_per_agent", "us_per_send", "us_per_handled")} for role in roles}
     return out
 
 
@@ -463,15 +498,22 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5, help="runs of each variant (default 5)")
     parser.add_argument("--baseline", metavar="REF", help="also measure the agent of this commit")
     parser.add_argument("--stdlib", action="store_true", help="also measure this agent without uvloop and orjson")
+    parser.add_argument("--speedups", action="append", metavar="NAME=LIST", default=[],
+                        help="also measure this agent with TESTBED_AGENT_SPEEDUPS=LIST, as variant NAME")
     parser.add_argument("--profile", action="store_true", help="py-spy profiles of the busiest role")
     parser.add_argument("--perf", action="store_true", help="perf profiles of the whole machine")
     parser.add_argument("--out-runs", default=os.path.join(ROOT, "runs", "agent-cost"),
                         help="where the run directories go (default runs/agent-cost)")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--markdown", action="store_true", help="print the results file's tables and exit")
     args = parser.parse_args()
     if args.list:
         for case in CASES.values():
             print(f"{case.name:<20} {case.description}")
+        return 0
+    if args.markdown:
+        with open(RESULTS) as fh:
+            print(markdown(json.load(fh)))
         return 0
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -481,6 +523,9 @@ def main() -> int:
         variants.append(baseline_variant(args.baseline))
     if args.stdlib:
         variants.append(Variant("stdlib", AGENT_IMAGE, env={"TESTBED_AGENT_SPEEDUPS": "none"}, ref=variants[0].ref))
+    for spec in args.speedups:
+        name, _, value = spec.partition("=")
+        variants.append(Variant(name, AGENT_IMAGE, env={"TESTBED_AGENT_SPEEDUPS": value}, ref=variants[0].ref))
     if any(c.floor for c in cases):
         floor_image()
     results: Dict[str, Any] = {}
@@ -521,6 +566,33 @@ def main() -> int:
             json.dump(results, fh, indent=1)
     print(f"wrote {os.path.relpath(RESULTS, ROOT)}")
     return 0
+
+
+def _cell(m: Optional[Dict[str, float]], spec: str, scale: float = 1.0) -> str:
+    """A median with its range over the runs: 'median (min-max)'."""
+    if not m:
+        return "-"
+    return f"{format(m['median'] * scale, spec)} ({format(m['min'] * scale, spec)}-{format(m['max'] * scale, spec)})"
+
+
+def markdown(results: Dict[str, Any]) -> str:
+    """The results file's figures as Markdown tables: per case and variant the medians (and
+    ranges) over the runs; then per case and role."""
+    lines = ["| case | variant | runs | CPU per node (% of a core) | µs a message (gross) | µs a message (net of idle) "
+             "| sends/s | machine busy | late wake-ups |", "|---|---|---|---|---|---|---|---|---|"]
+    roles = ["| case | variant | role | CPU per agent (% of a core) | µs a send | µs a message handled (sent or received) |",
+             "|---|---|---|---|---|---|"]
+    for name in [n for n in CASES if n in results.get("cases", {})]:
+        for label, m in results["cases"][name]["median"].items():
+            lines.append(f"| {name} | {label} | {m['runs']} | {_cell(m['core_share_per_agent'], '.3f', 100)} | "
+                         f"{_cell(m['us_per_message'], '.0f')} | {_cell(m['us_per_message_net'], '.0f')} | "
+                         f"{_cell(m['sends_per_s'], '.0f')} | {_cell(m['machine_busy'], '.0f', 100)}% | "
+                         f"{_cell(m['late_share'], '.2f', 100)}% |")
+            if len(m["roles"]) > 1:
+                for role, r in m["roles"].items():
+                    roles.append(f"| {name} | {label} | {role} | {_cell(r['core_share_per_agent'], '.3f', 100)} | "
+                                 f"{_cell(r['us_per_send'], '.0f')} | {_cell(r.get('us_per_handled'), '.0f')} |")
+    return "\n".join(lines + [""] + roles)
 
 
 def _print_run(case: Case, label: str, seed: int, figures: Dict[str, Any], note: str = "") -> None:

@@ -245,7 +245,7 @@ class DockerRuntime(Runtime):
             try:
                 while dockerd.lab_containers(self.docker, self.names.lab, running=True) and \
                         time.monotonic() < deadline:
-                    time.sleep(0.2)
+                    time.sleep(0.05)
             except Exception:  # the engine not answering: the removals say so
                 pass
         ids = [s.container_id for s in started.values() if s.container_id]
