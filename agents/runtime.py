@@ -240,7 +240,8 @@ class Agent:
         # by node name, since a node with several interfaces may acknowledge from another address;
         # each [datagram, tries, deadline, address]. Their deadlines in a heap of (deadline, tie,
         # key), entries of acknowledged sends left in it until they come to the top; one timer,
-        # set for the earliest deadline of a send still unacknowledged, and none while none is.
+        # set for the earliest deadline of a send still unacknowledged (it may come once more after
+        # the last ACK, and is then not set again: an agent with nothing to resend has no timer).
         self._pending: Dict[Tuple[str, int, int, int], List[Any]] = {}
         self._deadlines: List[Tuple[float, int, Tuple[str, int, int, int]]] = []
         self._tie = itertools.count()
@@ -288,7 +289,7 @@ class Agent:
         if reliable:
             flags |= _ACK_REQUESTED
         header = Header(type=mtype, origin=origin or self.id, sequence=seq, sender=self.id, hops=hops,
-                        message_id=message_id, extensions=dict(extensions) if extensions else {}, flags=int(flags))
+                        message_id=message_id, extensions=dict(extensions) if extensions else {}, flags=flags)
         datagrams = wire.fragment(header, body)
         sent_at = now_ns()  # before the first datagram leaves: a receiver may log before we do
         if log:  # logged before transmitting: a node killed mid-send has no delivery without its send

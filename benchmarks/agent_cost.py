@@ -281,7 +281,16 @@ def measure(run_dir: str, idle_share: Optional[float]) -> Dict[str, Any]:
     agents = len(roles)
     cpu_s = sum(cpu_us.values()) / 1e6
     total_sends = sum(sends.values())
-    out = {"run": os.path.relpath(run_dir, ROOT), "window_s": round(window, 3), "nodes": agents,
+    build = manifest.get("build_seconds") or {}
+    ended = manifest.get("ended_at")
+    lab = {"build_s": round(sum(build.values()), 3), "create_nodes_s": build.get("create_nodes"),
+           "launch_s": build.get("launch"), "teardown_s": manifest.get("teardown_seconds")}
+    if ended:  # the workload's end to the run's: the quiet period, stopping, collecting, tearing down
+        import datetime
+        end_ns = datetime.datetime.fromisoformat(ended).timestamp() * 1e9
+        quiet_s = manifest["scenario"].get("quiet_s", 0) * manifest.get("time_dilation", 1.0)
+        lab["after_quiet_s"] = round((end_ns - manifest["workload_end_ns"]) / 1e9 - quiet_s, 3)
+    out = {"run": os.path.relpath(run_dir, ROOT), "window_s": round(window, 3), "nodes": agents, "lab": lab,
            "cpu_s": round(cpu_s, 4), "core_share_per_agent": cpu_s / window / agents, "sends": total_sends,
            "sends_per_s": total_sends / window,
            "us_per_message": cpu_s / total_sends * 1e6 if total_sends else None,
@@ -486,6 +495,8 @@ def medians(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
             "late_share", "loop_lag_p99_ms")
     out = {k: med([r.get(k) for r in runs]) for k in keys}
     out["runs"] = len(runs)
+    out["lab"] = {k: med([r.get("lab", {}).get(k) for r in runs])
+                  for k in ("build_s", "create_nodes_s", "launch_s", "teardown_s", "after_quiet_s")}
     roles = sorted({role for r in runs for role in r["roles"]})
     out["roles"] = {role: {k: med([r["roles"].get(role, {}).get(k) for r in runs])
                            for k in ("core_share_per_agent", "us_per_send", "us_per_handled")} for role in roles}
@@ -506,6 +517,8 @@ def main() -> int:
                         help="where the run directories go (default runs/agent-cost)")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--markdown", action="store_true", help="print the results file's tables and exit")
+    parser.add_argument("--remeasure", action="store_true",
+                        help="compute every stored run's figures again from its run directory (no runs) and exit")
     args = parser.parse_args()
     if args.list:
         for case in CASES.values():
@@ -515,6 +528,8 @@ def main() -> int:
         with open(RESULTS) as fh:
             print(markdown(json.load(fh)))
         return 0
+    if args.remeasure:
+        return remeasure()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     cases = [CASES[n] for n in (args.case or DEFAULT_CASES)]
@@ -592,7 +607,37 @@ def markdown(results: Dict[str, Any]) -> str:
                 for role, r in m["roles"].items():
                     roles.append(f"| {name} | {label} | {role} | {_cell(r['core_share_per_agent'], '.3f', 100)} | "
                                  f"{_cell(r['us_per_send'], '.0f')} | {_cell(r.get('us_per_handled'), '.0f')} |")
-    return "\n".join(lines + [""] + roles)
+    labs = ["| case | variant | building the lab (s) | of which containers | launching agents and captures | "
+            "tearing down | from the quiet period's end to the run's |", "|---|---|---|---|---|---|---|"]
+    for name in [n for n in CASES if n in results.get("cases", {})]:
+        for label, m in results["cases"][name]["median"].items():
+            lab = m.get("lab") or {}
+            labs.append(f"| {name} | {label} | {_cell(lab.get('build_s'), '.1f')} | "
+                        f"{_cell(lab.get('create_nodes_s'), '.1f')} | {_cell(lab.get('launch_s'), '.1f')} | "
+                        f"{_cell(lab.get('teardown_s'), '.1f')} | {_cell(lab.get('after_quiet_s'), '.1f')} |")
+    return "\n".join(lines + [""] + roles + [""] + labs)
+
+
+def remeasure() -> int:
+    """Every stored run measured again from its directory (this file's `measure`, which may have
+    learnt more since), and the medians with it; the idle shares first, as a run does."""
+    with open(RESULTS) as fh:
+        results = json.load(fh)
+    names = sorted(results["cases"], key=lambda n: not CASES[n].idle if n in CASES else True)
+    for name in names:
+        entry = results["cases"][name]
+        for label, runs in entry["runs"].items():
+            idle = None if name in CASES and CASES[name].idle else _idle_share(results, label)
+            entry["runs"][label] = [dict(measure(os.path.join(ROOT, r["run"]), idle), **(
+                {"profile": r["profile"]} if "profile" in r else {})) for r in runs]
+            entry["median"][label] = medians(entry["runs"][label])
+        for label, run in (entry.get("profiled") or {}).items():
+            idle = None if name in CASES and CASES[name].idle else _idle_share(results, label)
+            entry["profiled"][label] = dict(measure(os.path.join(ROOT, run["run"]), idle), profile=run.get("profile"))
+    with open(RESULTS, "w") as fh:
+        json.dump(results, fh, indent=1)
+    print(f"wrote {os.path.relpath(RESULTS, ROOT)}")
+    return 0
 
 
 def _print_run(case: Case, label: str, seed: int, figures: Dict[str, Any], note: str = "") -> None:

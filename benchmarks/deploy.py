@@ -7,7 +7,12 @@ Cases: the paper-scale tree T[3,5,5] and ring R[31,5] (186 containers each) and 
 node (the machine's MemAvailable before and after, divided by the nodes; and the containers'
 own cgroup memory), and the runner's peak memory.
 
-Usage: benchmarks/deploy.py [--case NAME ...]   (run as root after ./setup.sh)
+With --baseline DIR (another checkout, say `git worktree add /tmp/base REF`), each case is run
+with that checkout's testbed as well, the two in turn (A B A B ...), each run in a process of its
+own; --runs N runs each N times and the results file gets each figure's median and range beside
+the runs (issue 68's before and after).
+
+Usage: benchmarks/deploy.py [--case NAME ...] [--runs N] [--baseline DIR]   (root, after ./setup.sh)
 """
 
 from __future__ import annotations
@@ -16,11 +21,16 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+#: the checkout whose testbed builds the labs: this one, or --baseline's in a run of its own
+ROOT = os.environ.get("DEPLOY_TESTBED_ROOT") or os.path.dirname(HERE)
+TOPOLOGIES = os.path.join(os.path.dirname(HERE), "topologies")
 sys.path.insert(0, ROOT)
 
 from testbed.cleanup import leftovers  # noqa: E402
@@ -44,9 +54,9 @@ generate: {shape: cluster, servers: 31, components: 969}
 """
 
 CASES = {
-    "tree-3-5-5": lambda: load_topology(os.path.join(ROOT, "topologies", "tree-3-5-5.yaml")),
+    "tree-3-5-5": lambda: load_topology(os.path.join(TOPOLOGIES, "tree-3-5-5.yaml")),
     "cluster-1000": lambda: parse_topology_text(CLUSTER_1000, "cluster-1000"),
-    "ring-31-5": lambda: load_topology(os.path.join(ROOT, "topologies", "ring-31-5.yaml")),
+    "ring-31-5": lambda: load_topology(os.path.join(TOPOLOGIES, "ring-31-5.yaml")),
     "process-500": lambda: parse_topology_text(PROCESS_500, "process-500"),
 }
 
@@ -123,25 +133,74 @@ def run_case(name: str) -> dict:
     }
 
 
+def one_run_in_a_process(name: str, root: str) -> dict:
+    """run_case in a fresh process with `root`'s testbed (its memory figures are its own)."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        env = dict(os.environ, DEPLOY_TESTBED_ROOT=root)
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name, "--out", out.name], env=env,
+                       check=True)
+        with open(out.name) as fh:
+            return json.load(fh)
+
+
+def medians(runs: list) -> dict:
+    def med(values):
+        values = [v for v in values if v is not None]
+        return {"median": statistics.median(values), "min": min(values), "max": max(values)} if values else None
+
+    phases = sorted({k for r in runs for k in r["phases"]})
+    return {"runs": len(runs), "up_seconds": med([r["up_seconds"] for r in runs]),
+            "down_seconds": med([r["down_seconds"] for r in runs]),
+            "mem_per_node_mib": med([r["mem_per_node_mib"] for r in runs]),
+            "phases": {k: med([r["phases"].get(k) for r in runs]) for k in phases}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", choices=sorted(CASES))
-    parser.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "deploy.json"))
+    parser.add_argument("--runs", type=int, default=1, help="runs of each case (and variant); default 1")
+    parser.add_argument("--baseline", metavar="DIR", help="another checkout whose testbed to run as well, in turn")
+    parser.add_argument("--one", choices=sorted(CASES), help=argparse.SUPPRESS)  # one run, in its own process
+    parser.add_argument("--out", default=os.path.join(HERE, "results", "deploy.json"))
     args = parser.parse_args()
+    if args.one:
+        with open(args.out, "w") as handle:
+            json.dump(run_case(args.one), handle)
+        return 0
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    here = os.path.dirname(HERE)
+    variants = {"current": here}
+    if args.baseline:
+        variants["baseline"] = os.path.abspath(args.baseline)
     results = []
     for name in args.case or list(CASES):
-        result = run_case(name)
-        results.append(result)
-        print(f"{name:<12} {result['nodes']:>4} {result['runtime']:<8} up {result['up_seconds']:6.1f} s  "
-              f"down {result['down_seconds']:5.1f} s  {result['mem_per_node_mib']:5.1f} MiB/node "
-              f"(cgroup {result['container_cgroup_mib']})  runner peak {result['runner_peak_rss_mib']} MiB  "
-              f"answered={result['all_nodes_answered']}  phases {result['phases']}", flush=True)
+        runs = {label: [] for label in variants}
+        for _ in range(args.runs):
+            for label, root in variants.items():
+                result = one_run_in_a_process(name, root)
+                runs[label].append(result)
+                print(f"{name:<12} {label:<8} {result['nodes']:>4} {result['runtime']:<8} up {result['up_seconds']:6.1f} s"
+                      f"  down {result['down_seconds']:5.1f} s  {result['mem_per_node_mib']:5.1f} MiB/node "
+                      f"(cgroup {result['container_cgroup_mib']})  runner peak {result['runner_peak_rss_mib']} MiB  "
+                      f"answered={result['all_nodes_answered']}  phases {result['phases']}", flush=True)
+        entry = {"case": name, "nodes": runs["current"][0]["nodes"], "runtime": runs["current"][0]["runtime"],
+                 "variants": {label: {"root": root, "median": medians(runs[label]), "runs": runs[label]}
+                              for label, root in variants.items()}}
+        for label in variants:
+            m = entry["variants"][label]["median"]
+            print(f"== {name} {label}: median over {m['runs']}: up {m['up_seconds']['median']:.1f} s, down "
+                  f"{m['down_seconds']['median']:.1f} s", flush=True)
+        results.append(entry)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as handle:
-        json.dump({"machine": {"cores": os.cpu_count(), "kernel": os.uname().release}, "cases": results},
+        json.dump({"machine": {"cores": os.cpu_count(), "kernel": os.uname().release},
+                   "variants": {label: {"root": root} for label, root in variants.items()}, "cases": results},
                   handle, indent=2)
     print(f"wrote {args.out}")
-    return 0 if all(r["all_nodes_answered"] and not r["leftovers"] for r in results) else 1
+    ok = all(r["all_nodes_answered"] and not r["leftovers"] for e in results for v in e["variants"].values()
+             for r in v["runs"])
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -3,20 +3,25 @@ causal cluster of 25 to 125 members (experiments/dilation/scaling-causal.yaml) a
 21 to 186 containers (scaling-abc.yaml) at time dilation 1, 2 and 4, 3 seeds each; for each
 family and k, the largest size whose runs the fidelity monitor called faithful, every seed.
 
-    python benchmarks/fidelity.py [--set causal|abc|all] [--seeds N] [--no-run]
+    python benchmarks/fidelity.py [--set causal|abc|all] [--seeds N] [--no-run] [--before FILE]
 
 Runs `testbed experiment` on the files (resuming what is complete), writes their summaries and
 runs to benchmarks/results/fidelity.json as the other experiment benchmarks do, and adds
 `capacity`: per family and k, the runs' fidelity per size and the largest size with every run
 faithful (None when even the smallest was not). The README's scaling notes quote it.
+
+`--before FILE` keeps, beside this checkout's ladder, another checkout's (its fidelity.json,
+written by its own benchmarks/fidelity.py on this machine: issue 68's before and after) under
+`before`, with the commit it names.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from experiment_sets import HERE, main  # noqa: E402
@@ -50,8 +55,19 @@ def capacity(runs: List[Dict], size_of) -> Dict[str, Dict[str, object]]:
     return out
 
 
+def _before(argv: List[str]) -> Tuple[Optional[str], List[str]]:
+    """(--before's file, the other arguments)."""
+    if "--before" not in argv:
+        return None, argv
+    at = argv.index("--before")
+    if at + 1 >= len(argv):
+        sys.exit("fidelity.py: --before needs a file (another checkout's benchmarks/results/fidelity.json)")
+    return argv[at + 1], argv[:at] + argv[at + 2:]
+
+
 if __name__ == "__main__":
-    code = main(__doc__.split("\n\n")[0], FILES, "scaling", RESULTS, "all")
+    before, argv = _before(sys.argv[1:])
+    code = main(__doc__.split("\n\n")[0], FILES, "scaling", RESULTS, "all", argv)
     path = os.path.join(HERE, "results", RESULTS)
     with open(path) as fh:
         result = json.load(fh)
@@ -59,6 +75,19 @@ if __name__ == "__main__":
         entry["capacity"] = capacity(entry["runs"], SIZES[family])
         for k, c in entry["capacity"].items():
             print(f"{family} at k = {k}: largest faithful size {c['largest_faithful']} ({c['runs']})")
+    if before is not None:
+        with open(before) as fh:
+            other = json.load(fh)
+        commit = other.get("commit") or subprocess.run(
+            ["git", "-C", os.path.dirname(os.path.abspath(before)), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True, text=True).stdout.strip() or None
+        result["before"] = {"commit": commit, "file": before,
+                            "capacity": {family: entry.get("capacity") for family, entry in other["experiments"].items()}}
+        for family, capacity in result["before"]["capacity"].items():
+            for k, c in (capacity or {}).items():
+                print(f"before: {family} at k = {k}: largest faithful size {c['largest_faithful']} ({c['runs']})")
+    result["commit"] = subprocess.run(["git", "-C", HERE, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                                      text=True).stdout.strip() or None
     with open(path, "w") as fh:
         json.dump(result, fh, indent=1)
     sys.exit(code)
