@@ -512,6 +512,7 @@ class Lab:
                         host.shell.wait()
                 except (ProcessLookupError, PermissionError, OSError):
                     pass
+                _release_shell(host)
         t_shells = time.monotonic()
         for runtime_name, runtime in self.runtimes.items():
             mine = {n: s for n, s in self.started.items() if self.topo.nodes[n].runtime == runtime_name}
@@ -539,6 +540,31 @@ class Lab:
                             stop_nodes=round(t_nodes - t_shells, 3), stop_network=round(now - t_nodes, 3))
         if errors:
             raise TestbedError("teardown left errors (run 'testbed clean'):\n  " + "\n  ".join(errors))
+
+
+def _release_shell(host) -> None:
+    """Close a Mininet node's pseudo-terminal and forget the node in Mininet's class-wide maps of
+    descriptors to nodes. Mininet does this in net.stop(), which the lab does not call (it tears
+    down its own way); without it every lab leaves two descriptors a node open and its nodes
+    alive, and a process that makes many labs (an experiment, the Python API, a benchmark) runs
+    out of descriptors."""
+    from mininet.node import Node as MininetNode
+
+    stdin = getattr(host, "stdin", None)
+    if stdin is not None and not stdin.closed:
+        fd = stdin.fileno()
+        for table in (MininetNode.inToNode, MininetNode.outToNode):
+            if table.get(fd) is host:
+                del table[fd]
+        stdin.close()
+    slave = getattr(host, "slave", None)
+    if slave is not None:
+        try:
+            os.close(slave)
+        except OSError:
+            pass
+        host.slave = None
+    host.shell = None
 
 
 def _short(command: str, limit: int = 120) -> str:

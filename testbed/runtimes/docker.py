@@ -255,6 +255,15 @@ class DockerRuntime(Runtime):
             pass
         if ids:
             dockerd.remove_containers(self.docker, ids)
+        self.close()
+
+    def close(self) -> None:
+        """Close the engine client (its pooled connections); a later call opens another."""
+        if self._client is not None:
+            try:
+                self._client.close()
+            finally:
+                self._client = None
 
 
 #: how long a teardown waits for the engine to see the killed containers stop before it asks for
