@@ -10,7 +10,8 @@ own cgroup memory), and the runner's peak memory.
 With --baseline DIR (another checkout, say `git worktree add /tmp/base REF`), each case is run
 with that checkout's testbed as well, the two in turn (A B A B ...), each run in a process of its
 own; --runs N runs each N times and the results file gets each figure's median and range beside
-the runs (issue 68's before and after).
+the runs (issue 68's before and after). The cases run replace their entries in the results file;
+the others stay as they were measured (each entry says when, and with which commit).
 
 Usage: benchmarks/deploy.py [--case NAME ...] [--runs N] [--baseline DIR]   (root, after ./setup.sh)
 """
@@ -155,6 +156,14 @@ def medians(runs: list) -> dict:
             "phases": {k: med([r["phases"].get(k) for r in runs]) for k in phases}}
 
 
+def _commit(root: str) -> str:
+    try:
+        return subprocess.run(["git", "-C", root, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", choices=sorted(CASES))
@@ -185,6 +194,7 @@ def main() -> int:
                       f"(cgroup {result['container_cgroup_mib']})  runner peak {result['runner_peak_rss_mib']} MiB  "
                       f"answered={result['all_nodes_answered']}  phases {result['phases']}", flush=True)
         entry = {"case": name, "nodes": runs["current"][0]["nodes"], "runtime": runs["current"][0]["runtime"],
+                 "date": time.strftime("%Y-%m-%d"), "commit": _commit(here),
                  "variants": {label: {"root": root, "median": medians(runs[label]), "runs": runs[label]}
                               for label, root in variants.items()}}
         for label in variants:
@@ -193,9 +203,15 @@ def main() -> int:
                   f"{m['down_seconds']['median']:.1f} s", flush=True)
         results.append(entry)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    kept = []  # the cases not run now stay as they were measured
+    if os.path.exists(args.out):
+        with open(args.out) as handle:
+            kept = [c for c in json.load(handle).get("cases", []) if c.get("case") not in {r["case"] for r in results}]
+    order = list(CASES)
+    merged = sorted(kept + results, key=lambda c: order.index(c["case"]) if c["case"] in order else len(order))
     with open(args.out, "w") as handle:
         json.dump({"machine": {"cores": os.cpu_count(), "kernel": os.uname().release},
-                   "variants": {label: {"root": root} for label, root in variants.items()}, "cases": results},
+                   "variants": {label: {"root": root} for label, root in variants.items()}, "cases": merged},
                   handle, indent=2)
     print(f"wrote {args.out}")
     ok = all(r["all_nodes_answered"] and not r["leftovers"] for e in results for v in e["variants"].values()
