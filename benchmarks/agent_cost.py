@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import datetime
 import glob
 import json
 import os
@@ -286,7 +287,6 @@ def measure(run_dir: str, idle_share: Optional[float]) -> Dict[str, Any]:
     lab = {"build_s": round(sum(build.values()), 3), "create_nodes_s": build.get("create_nodes"),
            "launch_s": build.get("launch"), "teardown_s": manifest.get("teardown_seconds")}
     if ended:  # the workload's end to the run's: the quiet period, stopping, collecting, tearing down
-        import datetime
         end_ns = datetime.datetime.fromisoformat(ended).timestamp() * 1e9
         quiet_s = manifest["scenario"].get("quiet_s", 0) * manifest.get("time_dilation", 1.0)
         lab["after_quiet_s"] = round((end_ns - manifest["workload_end_ns"]) / 1e9 - quiet_s, 3)

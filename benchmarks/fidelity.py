@@ -65,6 +65,12 @@ def _before(argv: List[str]) -> Tuple[Optional[str], List[str]]:
     return argv[at + 1], argv[:at] + argv[at + 2:]
 
 
+def _commit(directory: str) -> Optional[str]:
+    """The commit checked out where `directory` is (None outside a git checkout)."""
+    return subprocess.run(["git", "-C", directory, "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                          text=True).stdout.strip() or None
+
+
 if __name__ == "__main__":
     before, argv = _before(sys.argv[1:])
     code = main(__doc__.split("\n\n")[0], FILES, "scaling", RESULTS, "all", argv)
@@ -78,16 +84,13 @@ if __name__ == "__main__":
     if before is not None:
         with open(before) as fh:
             other = json.load(fh)
-        commit = other.get("commit") or subprocess.run(
-            ["git", "-C", os.path.dirname(os.path.abspath(before)), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True, text=True).stdout.strip() or None
+        commit = other.get("commit") or _commit(os.path.dirname(os.path.abspath(before)))
         result["before"] = {"commit": commit, "file": before,
                             "capacity": {family: entry.get("capacity") for family, entry in other["experiments"].items()}}
         for family, capacity in result["before"]["capacity"].items():
             for k, c in (capacity or {}).items():
                 print(f"before: {family} at k = {k}: largest faithful size {c['largest_faithful']} ({c['runs']})")
-    result["commit"] = subprocess.run(["git", "-C", HERE, "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                                      text=True).stdout.strip() or None
+    result["commit"] = _commit(HERE)
     with open(path, "w") as fh:
         json.dump(result, fh, indent=1)
     sys.exit(code)

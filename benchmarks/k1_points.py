@@ -19,13 +19,12 @@ stored interval and whether the intervals overlap; per point, the new runs' fide
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from experiment_sets import HERE, ROOT, gather  # noqa: E402
 
 #: (new experiment directory, stored results file, its experiment key, the point)
 POINTS = [
@@ -35,32 +34,24 @@ POINTS = [
 ]
 
 
-def _float(text: str):
-    return float(text) if text not in ("", None) else None
-
-
 def compare(directory: str, results: str, key: str, point: str):
     with open(os.path.join(HERE, "results", f"{results}.json")) as fh:
         stored = json.load(fh)["experiments"][key]["points"][point]
-    base = os.path.join(ROOT, "runs", "experiments", directory)
-    with open(os.path.join(base, "summary.csv")) as fh:
-        rows = [r for r in csv.DictReader(fh) if r["point"] == point and r["n"] not in ("", "0")]
-    with open(os.path.join(base, "runs.csv")) as fh:
-        verdicts = [r.get("fidelity") or r.get("fidelity_verdict") for r in csv.DictReader(fh) if r.get("point") == point]
+    new = gather(os.path.join(ROOT, "runs", "experiments", directory))
     measures = {}
-    for r in rows:
-        ref = stored.get(r["measure"])
-        if not isinstance(ref, dict) or ref.get("mean") is None:
+    for name, m in new["points"].get(point, {}).items():
+        ref = stored.get(name)
+        if not m["n"] or not isinstance(ref, dict) or ref.get("mean") is None:
             continue
-        mean, low, high = _float(r["mean"]), _float(r["ci95_low"]), _float(r["ci95_high"])
-        measures[r["measure"]] = {
-            "new": {"n": int(r["n"]), "mean": mean, "ci95": [low, high]},
+        mean, low, high = m["mean"], m["ci95_low"], m["ci95_high"]
+        measures[name] = {
+            "new": {"n": int(m["n"]), "mean": mean, "ci95": [low, high]},
             "stored": {"n": ref["n"], "mean": ref["mean"], "ci95": [ref["ci95_low"], ref["ci95_high"]]},
             "new_mean_in_stored_interval": ref["ci95_low"] <= mean <= ref["ci95_high"],
             "intervals_overlap": low is not None and not (high < ref["ci95_low"] or low > ref["ci95_high"]),
         }
     return {"experiment": directory, "stored": f"{results}.json {key}", "point": point,
-            "fidelity": verdicts, "measures": measures}
+            "fidelity": [r["fidelity"] for r in new["runs"] if r.get("point") == point], "measures": measures}
 
 
 def main() -> int:
