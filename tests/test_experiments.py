@@ -944,6 +944,51 @@ def test_the_fidelity_benchmark_reads_the_largest_size_whose_runs_are_all_faithf
     assert abc == {"2": {"largest_faithful": 105, "runs": {"105": ["faithful"]}}}
 
 
+def test_the_readme_tables_of_what_an_agent_costs_and_how_large_a_system_runs_faithfully_are_generated():
+    """README's tables of the agent's cost and of the scaling ladder are agent_cost.py's and
+    fidelity.py's --markdown output from their results files, before beside after: a hand edit of
+    a table, or results the README was not regenerated from, fail here."""
+    import json
+
+    with open(os.path.join(ROOT, "README.md")) as fh:
+        readme = fh.read()
+    for name, results in (("agent_cost", "agent_cost.json"), ("fidelity", "fidelity.json")):
+        bench = benchmark(name)
+        with open(os.path.join(ROOT, "benchmarks", "results", results)) as fh:
+            generated = bench.markdown(json.load(fh))
+        for block in generated.split("\n\n"):
+            assert block.strip() in readme, f"README lacks a table of: python benchmarks/{name}.py --markdown"
+
+
+def test_the_ladder_table_puts_each_point_of_the_other_ladder_beside_this_ones():
+    """fidelity.py --markdown: the largest faithful size per family and k for both ladders, and per
+    point both sides' verdicts and measures; a point one side did not run says so."""
+    bench = benchmark("fidelity")
+    point = {"late_share": {"mean": 0.01, "ci95_high": 0.015}, "loop_lag_ms": {"mean": 2.0, "ci95_high": 3.0}}
+    after_runs = [{"run": f"causal.members=25.k=1-s{s}", "point": "causal.members=25.k=1", "members": 25, "k": 1,
+                   "fidelity": "faithful", "scenario": "causal"} for s in (1, 2, 3)]
+    result = {"commit": "new", "experiments": {"causal": {
+        "runs": after_runs, "points": {"causal.members=25.k=1": point},
+        "capacity": bench.capacity(after_runs, bench.SIZES["causal"])}},
+        "before": {"commit": "old", "capacity": {"causal": {
+            "1": {"largest_faithful": None, "runs": {"25": ["degraded", "faithful", "faithful"]}},
+            "2": {"largest_faithful": 25, "runs": {"25": ["faithful"] * 3}}}},
+            "points": {"causal": {"causal.members=25.k=1": point}}}}
+    text = bench.markdown(result)
+    assert "| causal cluster, every member updating (members) | 1 | none | 25 |" in text
+    assert "| causal cluster, every member updating (members) | 2 | 25 | not run |" in text
+    assert "| 25 | 1 | 1 degraded, 2 faithful | 1.00% ± 0.50% | 2 ± 1 | 3/3 faithful | 1.00% ± 0.50% | 2 ± 1 |" in text
+    assert "| 25 | 2 | 3/3 faithful | - | - | not run | - | - |" in text
+    # the other agent's points made again today sit between the two, by the sizes re-run
+    result["spot"] = {"ref": "old", "runs": [
+        {"family": "causal", "point": "causal.members=50.k=1", "seed": s, "fidelity": v, "late_share": 0.0,
+         "loop_lag_ms": lag} for s, v, lag in ((1, "faithful", 4.0), (2, "faithful", 6.0), (3, "unfaithful", 8.0))]}
+    text = bench.markdown(result)
+    assert "| causal cluster, every member updating (members) | 1 | none | 50: 2 faithful, 1 unfaithful | 25 |" in text
+    assert ("| 50 | 1 | not run | - | - | 2 faithful, 1 unfaithful | 0.00% ± 0.00% | 6 ± 4.97 | not run | - | - |"
+            in text)
+
+
 def test_the_python_api_passes_the_accept_flags_as_the_command_does(tmp_path, monkeypatch):
     """testbed.api.experiment(accept_code_changes=..., accept_unfaithful=...) reach the runner
     and the experiment as --accept-code-changes and --accept-unfaithful do. (The runs are the
