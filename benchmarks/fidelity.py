@@ -227,8 +227,15 @@ def spot(ref: str, patterns: List[str], seeds: List[int]) -> int:
     from testbed.images import AGENT_IMAGE
     from testbed.scenario import load_scenario
 
-    variant = baseline_variant(ref)
     root = os.path.dirname(HERE)
+    chosen = [(family, exp, point) for family, exp in
+              ((family, load_experiment(os.path.join(root, file))) for family, file in FILES.items())
+              for point in exp.points if any(fnmatch.fnmatchcase(point.id, pattern) for pattern in patterns)]
+    if not chosen:
+        print(f"fidelity.py: --spot: no point of {', '.join(FILES.values())} matches "
+              f"{' or '.join(patterns)} (points are named as causal.members=100.k=1, t21.k=1)", file=sys.stderr)
+        return 2
+    variant = baseline_variant(ref)
     path = os.path.join(HERE, "results", RESULTS)
     with open(path) as fh:
         result = json.load(fh)
@@ -236,32 +243,28 @@ def spot(ref: str, patterns: List[str], seeds: List[int]) -> int:
     if kept.get("ref") != variant.ref:
         kept.update(ref=variant.ref, image=variant.image, runs=[])
     spark = None
-    for family, file in FILES.items():
-        exp = load_experiment(os.path.join(root, file))
-        for point in exp.points:
-            if not any(fnmatch.fnmatchcase(point.id, pattern) for pattern in patterns):
-                continue
-            for seed in seeds:
-                scenario = load_scenario(point.scenario.file, seed=seed, overrides=point.overrides)
-                for node in scenario.topology.nodes.values():
-                    if node.image == AGENT_IMAGE:
-                        node.image = variant.image
-                out = os.path.join(root, "runs", "experiments", f"scaling-spot-{variant.ref}", f"{point.id}-s{seed}")
-                if os.path.exists(out):
-                    shutil.rmtree(out)
-                outcome = api.run(scenario, out=out)
-                if spark is None:
-                    from spark_analysis.session import spark_session
-                    spark = spark_session()
-                res = next(iter(api.analyze([outcome.dir], spark=spark).values()))
-                row = {"family": family, "point": point.id, "seed": seed, "run": os.path.relpath(out, root),
-                       "status": outcome.status, "fidelity": (res.get("fidelity") or {}).get("verdict", "unknown"),
-                       **{m.name: number(lookup(res, m.path)) for m in exp.measures}}
-                print(f"spot {ref}: {point.id} s{seed}: {row['fidelity']} "
-                      + ", ".join(f"{m.name} {row[m.name]}" for m in exp.measures), flush=True)
-                kept["runs"] = [r for r in kept["runs"] if (r["point"], r["seed"]) != (point.id, seed)] + [row]
-                with open(path, "w") as fh:
-                    json.dump(result, fh, indent=1)
+    for family, exp, point in chosen:
+        for seed in seeds:
+            scenario = load_scenario(point.scenario.file, seed=seed, overrides=point.overrides)
+            for node in scenario.topology.nodes.values():
+                if node.image == AGENT_IMAGE:
+                    node.image = variant.image
+            out = os.path.join(root, "runs", "experiments", f"scaling-spot-{variant.ref}", f"{point.id}-s{seed}")
+            if os.path.exists(out):
+                shutil.rmtree(out)
+            outcome = api.run(scenario, out=out)
+            if spark is None:
+                from spark_analysis.session import spark_session
+                spark = spark_session()
+            res = next(iter(api.analyze([outcome.dir], spark=spark).values()))
+            row = {"family": family, "point": point.id, "seed": seed, "run": os.path.relpath(out, root),
+                   "status": outcome.status, "fidelity": (res.get("fidelity") or {}).get("verdict", "unknown"),
+                   **{m.name: number(lookup(res, m.path)) for m in exp.measures}}
+            print(f"spot {ref}: {point.id} s{seed}: {row['fidelity']} "
+                  + ", ".join(f"{m.name} {row[m.name]}" for m in exp.measures), flush=True)
+            kept["runs"] = [r for r in kept["runs"] if (r["point"], r["seed"]) != (point.id, seed)] + [row]
+            with open(path, "w") as fh:
+                json.dump(result, fh, indent=1)
     return 0
 
 
