@@ -158,7 +158,11 @@ def markdown(result: Dict) -> str:
                 elif partial:
                     cells.append("; ".join(f"{size}: {_verdicts(runs)}" for size, runs in c["runs"].items()))
                 else:
-                    cells.append(str(c["largest_faithful"]) if c["largest_faithful"] else "none")
+                    cell = str(c["largest_faithful"]) if c["largest_faithful"] else "none"
+                    tried = {size for other in ladder.values() for size in other["runs"]}
+                    if set(c["runs"]) != tried:  # a slice: say which sizes it stands on
+                        cell += f" (only {', '.join(sorted(c['runs'], key=float))} run)"
+                    cells.append(cell)
             head.append(f"| {LABELS[family]} | {k} | " + " | ".join(cells) + " |")
         shown = SHOWN[family]
         detail += ["", f"{LABELS[family]}:", "",

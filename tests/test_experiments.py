@@ -987,6 +987,11 @@ def test_the_ladder_table_puts_each_point_of_the_other_ladder_beside_this_ones()
     assert "| causal cluster, every member updating (members) | 1 | none | 50: 2 faithful, 1 unfaithful | 25 |" in text
     assert ("| 50 | 1 | not run | - | - | 2 faithful, 1 unfaithful | 0.00% ± 0.00% | 6 ± 4.97 | not run | - | - |"
             in text)
+    # a ladder made at some sizes only says which
+    sliced = after_runs + [dict(r, members=50, k=4, point="causal.members=50.k=4") for r in after_runs]
+    result["experiments"]["causal"]["capacity"] = bench.capacity(sliced, bench.SIZES["causal"])
+    assert "| causal cluster, every member updating (members) | 4 | not run | not run | 50 (only 50 run) |" \
+        in bench.markdown(result)
 
 
 def test_the_python_api_passes_the_accept_flags_as_the_command_does(tmp_path, monkeypatch):
