@@ -466,22 +466,36 @@ def _logs(run_dir) -> Dict[str, List[Dict[str, Any]]]:
     return out
 
 
-def _from_logs(run_dir):
+def _from_logs(run_dir, settled_only: bool = False):
     """Total order and exactly-once from the logs alone: the ids the data sends carry are 0..n-1,
-    once each, and every component delivers all others' messages once, in id order."""
+    once each, and every component delivers all others' messages once, in id order. With
+    `settled_only` (a paced, lossy tree, whose components still send what they queued during the
+    quiet period), a component delivers a prefix of that order, holding every message sent by the
+    workload's end: one sent in the run's last milliseconds may reach nobody before the stop.
+    Returns (the messages sent, or sent by the workload's end with settled_only; the logs)."""
     logs = _logs(run_dir)
     components = [n for n, ev in logs.items() if any(e.get("state") == "abc component" for e in ev)]
-    sent = {}
+    sent, at = {}, {}
     for c in components:
         for e in logs[c]:
             if e["event"] == "send" and e["type"] == "ABC_DATA":
                 assert e["order"] not in sent
                 sent[e["order"]] = c
+                at[e["order"]] = e["t"]
     assert sorted(sent) == list(range(len(sent)))
+    if not settled_only:
+        for c in components:
+            got = [e["order"] for e in logs[c] if e["event"] == "deliver"]
+            assert got == [i for i in range(len(sent)) if sent[i] != c], c
+        return len(sent), logs
+    with open(os.path.join(run_dir, "manifest.json")) as fh:
+        end = json.load(fh)["workload_end_ns"]
+    settled = [i for i in sent if at[i] <= end]
     for c in components:
         got = [e["order"] for e in logs[c] if e["event"] == "deliver"]
-        assert got == [i for i in range(len(sent)) if sent[i] != c], c
-    return len(sent), logs
+        upto = max([-1] + got + [i for i in settled if sent[i] != c]) + 1
+        assert got == [i for i in range(upto) if sent[i] != c], c
+    return len(settled), logs
 
 
 @pytest.fixture(scope="module")
@@ -564,9 +578,10 @@ def test_a_fault_free_run_keeps_total_order_and_exactly_once(abc_runs, name):
 
 
 def _ordered_run(abc_runs, name):
-    """A run's logs and results, with data sent, exactly-once and per-sequencer total order."""
+    """A run's logs and results, with data sent, exactly-once and per-sequencer total order (the
+    messages sent by the workload's end all delivered: `_from_logs`'s settled_only)."""
     dirs, results = abc_runs
-    n, logs = _from_logs(dirs[name])
+    n, logs = _from_logs(dirs[name], settled_only=True)
     assert n > 0
     r = results[name]
     checks = {c["check"]: c["verdict"] for c in r["checks"]}
@@ -595,7 +610,7 @@ def test_twenty_percent_loss_on_a_server_link_still_delivers_everything_in_order
     n, logs, r = _ordered_run(abc_runs, "tree-paced")
     retransmits = sum(1 for ev in logs.values() for e in ev if e["event"] == "retransmit")
     assert retransmits > 0 and r["overhead"]["total"]["retransmissions"] > 0
-    assert r["abc"]["delivered_to_all"] == n
+    assert r["abc"]["delivered_to_all"] >= n
 
 
 def _coloured(net: _Net):
