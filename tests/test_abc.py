@@ -483,18 +483,15 @@ def _from_logs(run_dir, settled_only: bool = False):
                 sent[e["order"]] = c
                 at[e["order"]] = e["t"]
     assert sorted(sent) == list(range(len(sent)))
-    if not settled_only:
-        for c in components:
-            got = [e["order"] for e in logs[c] if e["event"] == "deliver"]
-            assert got == [i for i in range(len(sent)) if sent[i] != c], c
-        return len(sent), logs
-    with open(os.path.join(run_dir, "manifest.json")) as fh:
-        end = json.load(fh)["workload_end_ns"]
-    settled = [i for i in sent if at[i] <= end]
+    settled = list(sent)
+    if settled_only:
+        with open(os.path.join(run_dir, "manifest.json")) as fh:
+            end = json.load(fh)["workload_end_ns"]
+        settled = [i for i in sent if at[i] <= end]
     for c in components:
         got = [e["order"] for e in logs[c] if e["event"] == "deliver"]
         upto = max([-1] + got + [i for i in settled if sent[i] != c]) + 1
-        assert got == [i for i in range(upto) if sent[i] != c], c
+        assert got == [i for i in range(upto) if sent.get(i) != c], c
     return len(settled), logs
 
 
