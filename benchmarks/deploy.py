@@ -34,6 +34,7 @@ ROOT = os.environ.get("DEPLOY_TESTBED_ROOT") or os.path.dirname(HERE)
 TOPOLOGIES = os.path.join(os.path.dirname(HERE), "topologies")
 sys.path.insert(0, ROOT)
 
+from revision import commit  # noqa: E402
 from testbed.cleanup import leftovers  # noqa: E402
 from testbed.network import Lab  # noqa: E402
 from testbed.topology import load_topology, parse_topology_text  # noqa: E402
@@ -156,14 +157,6 @@ def medians(runs: list) -> dict:
             "phases": {k: med([r["phases"].get(k) for r in runs]) for k in phases}}
 
 
-def _commit(root: str) -> str:
-    try:
-        return subprocess.run(["git", "-C", root, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", action="append", choices=sorted(CASES))
@@ -194,7 +187,7 @@ def main() -> int:
                       f"(cgroup {result['container_cgroup_mib']})  runner peak {result['runner_peak_rss_mib']} MiB  "
                       f"answered={result['all_nodes_answered']}  phases {result['phases']}", flush=True)
         entry = {"case": name, "nodes": runs["current"][0]["nodes"], "runtime": runs["current"][0]["runtime"],
-                 "date": time.strftime("%Y-%m-%d"), "commit": _commit(here),
+                 "date": time.strftime("%Y-%m-%d"), "commit": commit(here) or "unknown",
                  "variants": {label: {"root": root, "median": medians(runs[label]), "runs": runs[label]}
                               for label, root in variants.items()}}
         for label in variants:

@@ -34,6 +34,7 @@ from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from experiment_sets import HERE, main  # noqa: E402
+from revision import commit  # noqa: E402
 
 FILES = {"causal": "experiments/dilation/scaling-causal.yaml", "abc": "experiments/dilation/scaling-abc.yaml"}
 #: how each family names a run's size: a grid column, or the scenario's label mapped to a number
@@ -70,8 +71,9 @@ def _before(argv: List[str]) -> Tuple[Optional[str], List[str]]:
         return None, argv
     at = argv.index("--before")
     if at + 1 >= len(argv):
-        sys.exit("fidelity.py: --before needs a file (another checkout's benchmarks/results/fidelity.json) "
-                 "or a revision")
+        print("fidelity.py: --before needs a file (another checkout's benchmarks/results/fidelity.json) "
+              "or a revision", file=sys.stderr)
+        sys.exit(2)
     return argv[at + 1], argv[:at] + argv[at + 2:]
 
 
@@ -82,21 +84,14 @@ def _read_before(before: str) -> Tuple[Dict, Optional[str]]:
     if os.path.exists(before):
         with open(before) as fh:
             other = json.load(fh)
-        return other, other.get("commit") or _commit(os.path.dirname(os.path.abspath(before)))
+        return other, other.get("commit") or commit(os.path.dirname(os.path.abspath(before)))
     shown = subprocess.run(["git", "-C", HERE, "show", f"{before}:benchmarks/results/{RESULTS}"],
                            capture_output=True, text=True)
     if shown.returncode != 0:
-        sys.exit(f"fidelity.py: --before {before}: neither a file nor a revision holding "
-                 f"benchmarks/results/{RESULTS} ({shown.stderr.strip()})")
-    commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short=12", before], capture_output=True,
-                            text=True).stdout.strip()
-    return json.loads(shown.stdout), commit
-
-
-def _commit(directory: str) -> Optional[str]:
-    """The commit checked out where `directory` is (None outside a git checkout)."""
-    return subprocess.run(["git", "-C", directory, "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                          text=True).stdout.strip() or None
+        print(f"fidelity.py: --before {before}: neither a file nor a revision holding "
+              f"benchmarks/results/{RESULTS} ({shown.stderr.strip()})", file=sys.stderr)
+        sys.exit(2)
+    return json.loads(shown.stdout), commit(HERE, before)
 
 
 #: per family, the measures the ladder's table shows beside the verdicts: (key, label, format)
@@ -286,6 +281,7 @@ if __name__ == "__main__":
             print(markdown(json.load(fh)))
         sys.exit(0)
     before, argv = _before(sys.argv[1:])
+    other = _read_before(before) if before is not None else None  # a bad --before stops before any run
     path = os.path.join(HERE, "results", RESULTS)
     kept = {}  # the other ladders stay until replaced: main() writes the experiments alone
     if os.path.exists(path):
@@ -298,15 +294,15 @@ if __name__ == "__main__":
         entry["capacity"] = capacity(entry["runs"], SIZES[family])
         for k, c in entry["capacity"].items():
             print(f"{family} at k = {k}: largest faithful size {c['largest_faithful']} ({c['runs']})")
-    if before is not None:
-        other, commit = _read_before(before)
-        result["before"] = {"commit": commit, "file": before,
-                            "capacity": {f: entry.get("capacity") for f, entry in other["experiments"].items()},
-                            "points": {f: entry.get("points") for f, entry in other["experiments"].items()}}
-        for family, capacity in result["before"]["capacity"].items():
-            for k, c in (capacity or {}).items():
+    if other is not None:
+        ladders, other_commit = other
+        result["before"] = {"commit": other_commit, "file": before,
+                            "capacity": {f: entry.get("capacity") for f, entry in ladders["experiments"].items()},
+                            "points": {f: entry.get("points") for f, entry in ladders["experiments"].items()}}
+        for family, ladder in result["before"]["capacity"].items():
+            for k, c in (ladder or {}).items():
                 print(f"before: {family} at k = {k}: largest faithful size {c['largest_faithful']} ({c['runs']})")
-    result["commit"] = _commit(HERE)
+    result["commit"] = commit(HERE)
     with open(path, "w") as fh:
         json.dump(result, fh, indent=1)
     sys.exit(code)
